@@ -1,0 +1,519 @@
+//! The `helixor-pack` subcommands (SPEC §8) as library functions over typed
+//! options: the binary parses flags and calls these. Results go to the given
+//! writers: JSON or reports on `out`, warnings on `err`. Never prints a key,
+//! a pattern or a payload fragment beyond the decision itself.
+
+use crate::compiler;
+use crate::container::{read_pack_file, SealedPack};
+use crate::engine::Decision;
+use crate::error::Named;
+use crate::license::{self, format_time, IssuerKeys, License, Window};
+use crate::manifest;
+use crate::pack::{load_pack_file, LoadedPack};
+use crate::playbook;
+use crate::rules::check_declarations;
+use crate::{Error, PackError};
+use serde_json::{json, Value};
+use std::io::{BufRead, Read, Write};
+use std::path::{Path, PathBuf};
+use time::OffsetDateTime;
+
+/// Largest payload `run` reads from `--input` or stdin.
+pub const MAX_RUN_INPUT_BYTES: u64 = 64 * 1024 * 1024;
+
+/// `--license` and `--issuer-keys`, shared by every command that reads a license.
+#[derive(Debug, Clone, Default)]
+pub struct LicenseArgs {
+    /// `--license PATH`.
+    pub license: Option<PathBuf>,
+    /// `--issuer-keys PATH`.
+    pub issuer_keys: Option<PathBuf>,
+}
+
+impl LicenseArgs {
+    /// Finds, reads, verifies and window-checks the license (SPEC §5 step 1).
+    pub fn load(&self, now: OffsetDateTime) -> Result<License, Error> {
+        let path = license::resolve_license_path(self.license.as_deref())?;
+        let lic = License::read(&path)?;
+        let keys = IssuerKeys::resolve(self.issuer_keys.as_deref())?;
+        lic.verify(&keys)?;
+        lic.check_window(now)?;
+        Ok(lic)
+    }
+}
+
+fn write_out(out: &mut dyn Write, text: &str) -> Result<(), Error> {
+    out.write_all(text.as_bytes())
+        .map_err(|e| Error::Io(format!("cannot write to stdout: {e}")))
+}
+
+fn json_line(v: &impl serde::Serialize) -> String {
+    serde_json::to_string(v).unwrap_or_default()
+}
+
+fn json_pretty(v: &impl serde::Serialize) -> String {
+    let mut s = serde_json::to_string_pretty(v).unwrap_or_default();
+    s.push('\n');
+    s
+}
+
+/// `compile`: SPEC §4.2 then §3.
+pub fn compile(
+    playbook: &Path,
+    lic: &LicenseArgs,
+    out_path: &Path,
+    as_json: bool,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<(), Error> {
+    let license = lic.load(OffsetDateTime::now_utc())?;
+    let result = compiler::compile_file(playbook, &license, out_path)?;
+    for w in &result.warnings {
+        let _ = writeln!(err, "warning: {w}");
+    }
+    if as_json {
+        write_out(out, &format!("{}\n", json_line(&result)))
+    } else {
+        write_out(
+            out,
+            &format!(
+                "compiled {} (version {})\n  sha256: {}\n  wrote:  {} ({} bytes)\n",
+                result.pack_id,
+                if result.version.is_empty() {
+                    "none"
+                } else {
+                    &result.version
+                },
+                result.sha256,
+                result.path.display(),
+                result.bytes
+            ),
+        )
+    }
+}
+
+/// Where `run` takes its payload from.
+#[derive(Debug, Clone)]
+pub enum RunInput {
+    /// `--text`, taken as given.
+    Text(String),
+    /// `--input FILE`.
+    File(PathBuf),
+    /// Standard input.
+    Stdin,
+}
+
+/// Options of `run`.
+#[derive(Debug, Clone)]
+pub struct RunArgs {
+    /// `--pack`, one or more.
+    pub packs: Vec<PathBuf>,
+    /// License flags.
+    pub license: LicenseArgs,
+    /// `--pack-id`.
+    pub pack_id: Option<String>,
+    /// The payload source.
+    pub input: RunInput,
+    /// `--jsonl`.
+    pub jsonl: bool,
+}
+
+/// Loads packs in order; two files with one pack id are a `PackFormatError`.
+pub fn load_packs(paths: &[PathBuf], license: &License) -> Result<Vec<LoadedPack>, Error> {
+    let mut packs: Vec<LoadedPack> = Vec::with_capacity(paths.len());
+    for p in paths {
+        let pack = load_pack_file(p, license)?;
+        if let Some(other) = packs.iter().find(|q| q.pack_id == pack.pack_id) {
+            return Err(PackError::Format(format!(
+                "{} and {} both hold pack `{}`; pack ids must be unique",
+                other.source, pack.source, pack.pack_id
+            ))
+            .into());
+        }
+        packs.push(pack);
+    }
+    Ok(packs)
+}
+
+/// Chooses the pack: the named one, else the only one.
+pub fn choose_pack<'a>(
+    packs: &'a [LoadedPack],
+    pack_id: Option<&str>,
+) -> Result<&'a LoadedPack, Error> {
+    match pack_id {
+        Some(id) => packs.iter().find(|p| p.pack_id == id).ok_or_else(|| {
+            PackError::NotFound(format!(
+                "pack `{id}` is not loaded (loaded: {})",
+                packs
+                    .iter()
+                    .map(|p| p.pack_id.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))
+            .into()
+        }),
+        None if packs.len() == 1 => Ok(&packs[0]),
+        None => Err(PackError::NotFound(format!(
+            "{} packs are loaded and no --pack-id names one (loaded: {})",
+            packs.len(),
+            packs
+                .iter()
+                .map(|p| p.pack_id.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))
+        .into()),
+    }
+}
+
+fn read_capped(reader: impl Read, what: &str) -> Result<Vec<u8>, Error> {
+    let mut buf = Vec::new();
+    reader
+        .take(MAX_RUN_INPUT_BYTES + 1)
+        .read_to_end(&mut buf)
+        .map_err(|e| Error::Io(format!("cannot read {what}: {e}")))?;
+    if buf.len() as u64 > MAX_RUN_INPUT_BYTES {
+        return Err(Error::InvalidRequest(format!(
+            "{what} is over the {MAX_RUN_INPUT_BYTES}-byte limit"
+        )));
+    }
+    Ok(buf)
+}
+
+fn strip_one_newline(mut s: String) -> String {
+    if s.ends_with("\r\n") {
+        s.truncate(s.len() - 2);
+    } else if s.ends_with('\n') {
+        s.truncate(s.len() - 1);
+    }
+    s
+}
+
+/// `run`: loads (SPEC §5) and prints decisions. Returns the exit code.
+pub fn run(args: &RunArgs, stdin: &mut dyn Read, out: &mut dyn Write) -> Result<u8, Error> {
+    let license = args.license.load(OffsetDateTime::now_utc())?;
+    let packs = load_packs(&args.packs, &license)?;
+    if args.jsonl {
+        return run_jsonl(args, &packs, stdin, out);
+    }
+    let pack = choose_pack(&packs, args.pack_id.as_deref())?;
+    let payload = match &args.input {
+        RunInput::Text(t) => t.clone(),
+        RunInput::File(p) => {
+            let f = std::fs::File::open(p)
+                .map_err(|e| Error::Io(format!("cannot read input {}: {e}", p.display())))?;
+            let bytes = read_capped(f, &format!("input {}", p.display()))?;
+            let s = String::from_utf8(bytes).map_err(|_| {
+                Error::InvalidRequest(format!("input {} is not valid UTF-8", p.display()))
+            })?;
+            strip_one_newline(s)
+        }
+        RunInput::Stdin => {
+            let bytes = read_capped(stdin, "standard input")?;
+            let s = String::from_utf8(bytes)
+                .map_err(|_| Error::InvalidRequest("standard input is not valid UTF-8".into()))?;
+            strip_one_newline(s)
+        }
+    };
+    let decision = pack.evaluator.evaluate(&payload);
+    write_out(out, &json_pretty(&decision))?;
+    Ok(0)
+}
+
+fn line_error(message: &str) -> String {
+    json_line(&json!({"error": "InvalidRequestError", "message": message}))
+}
+
+/// One `--jsonl` line to a decision, or the reason it cannot be read.
+fn jsonl_decision<'p>(
+    line: &[u8],
+    packs: &'p [LoadedPack],
+    default_id: Option<&str>,
+) -> Result<Decision<'p>, String> {
+    let text = std::str::from_utf8(line).map_err(|_| "line is not valid UTF-8".to_string())?;
+    let value: Value =
+        serde_json::from_str(text).map_err(|e| format!("line is not valid JSON: {e}"))?;
+    let (payload, pack_id) = match value {
+        Value::String(s) => (s, None),
+        Value::Object(mut m) => {
+            let payload = match m.remove("text") {
+                Some(Value::String(s)) => s,
+                Some(_) => return Err("`text` is not a string".into()),
+                None => return Err("object has no `text`".into()),
+            };
+            let pack_id = match m.remove("pack_id") {
+                None | Some(Value::Null) => None,
+                Some(Value::String(s)) => Some(s),
+                Some(_) => return Err("`pack_id` is not a string".into()),
+            };
+            (payload, pack_id)
+        }
+        _ => return Err("line is neither a JSON string nor an object with `text`".into()),
+    };
+    let pack = choose_pack(packs, pack_id.as_deref().or(default_id)).map_err(|e| e.to_string())?;
+    Ok(pack.evaluator.evaluate(&payload))
+}
+
+fn run_jsonl(
+    args: &RunArgs,
+    packs: &[LoadedPack],
+    stdin: &mut dyn Read,
+    out: &mut dyn Write,
+) -> Result<u8, Error> {
+    let mut reader: Box<dyn BufRead + '_> = match &args.input {
+        RunInput::File(p) => Box::new(std::io::BufReader::new(
+            std::fs::File::open(p)
+                .map_err(|e| Error::Io(format!("cannot read input {}: {e}", p.display())))?,
+        )),
+        RunInput::Stdin => Box::new(std::io::BufReader::new(stdin)),
+        RunInput::Text(_) => {
+            return Err(Error::Usage(
+                "--jsonl reads --input or standard input, not --text".into(),
+            ))
+        }
+    };
+    let mut all_ok = true;
+    let mut line = Vec::new();
+    let mut out = std::io::BufWriter::new(out);
+    loop {
+        line.clear();
+        let n = (&mut reader)
+            .take(MAX_RUN_INPUT_BYTES + 1)
+            .read_until(b'\n', &mut line)
+            .map_err(|e| Error::Io(format!("cannot read input: {e}")))?;
+        if n == 0 {
+            break;
+        }
+        if line.len() as u64 > MAX_RUN_INPUT_BYTES {
+            return Err(Error::InvalidRequest(format!(
+                "an input line is over the {MAX_RUN_INPUT_BYTES}-byte limit"
+            )));
+        }
+        let mut l: &[u8] = &line;
+        if let Some(x) = l.strip_suffix(b"\n") {
+            l = x;
+        }
+        if let Some(x) = l.strip_suffix(b"\r") {
+            l = x;
+        }
+        if l.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        let text = match jsonl_decision(l, packs, args.pack_id.as_deref()) {
+            Ok(d) => json_line(&d),
+            Err(message) => {
+                all_ok = false;
+                line_error(&message)
+            }
+        };
+        writeln!(out, "{text}").map_err(|e| Error::Io(format!("cannot write to stdout: {e}")))?;
+    }
+    out.flush()
+        .map_err(|e| Error::Io(format!("cannot write to stdout: {e}")))?;
+    Ok(if all_ok { 0 } else { 1 })
+}
+
+/// `inspect`: header fields without a key; with a license, the loaded summary.
+pub fn inspect(
+    pack_path: &Path,
+    lic: Option<&LicenseArgs>,
+    as_json: bool,
+    out: &mut dyn Write,
+) -> Result<(), Error> {
+    let bytes = read_pack_file(pack_path)?;
+    let name = pack_path.display().to_string();
+    let sealed = SealedPack::parse(&bytes, &name)?;
+    let mut report = json!({
+        "pack_id": sealed.pack_id,
+        "format_version": sealed.format_version,
+        "bytes": bytes.len(),
+        "sha256": hex::encode(sealed.sha256),
+        "loaded": false,
+    });
+    if let Some(lic) = lic {
+        let license = lic.load(OffsetDateTime::now_utc())?;
+        let pack = crate::pack::load_pack(&bytes, &name, &license)?;
+        let entry = manifest::pack_entry(&pack.doc, &pack.rule_actions(), &pack.solvers);
+        report["loaded"] = json!(true);
+        report["version"] = json!(pack.version);
+        report["name"] = json!(pack.name);
+        report["rules"] = json!(pack.rules);
+        report["actions"] = entry["actions"].clone();
+        report["solvers"] = json!(pack.solvers);
+    }
+    if as_json {
+        return write_out(out, &format!("{}\n", json_line(&report)));
+    }
+    let mut text = format!(
+        "pack_id:        {}\nformat_version: {}\nbytes:          {}\nsha256:         {}\n",
+        sealed.pack_id,
+        sealed.format_version,
+        bytes.len(),
+        hex::encode(sealed.sha256)
+    );
+    if report["loaded"] == json!(true) {
+        text.push_str(&format!(
+            "loaded:         yes\nversion:        {}\nname:           {}\nsolvers:        {}\nactions:        {}\nrules:\n",
+            report["version"].as_str().unwrap_or_default(),
+            report["name"].as_str().unwrap_or("-"),
+            join_strings(&report["solvers"]),
+            join_strings(&report["actions"]),
+        ));
+        for r in report["rules"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+        {
+            text.push_str(&format!(
+                "  - {} ({}, {})\n",
+                r["id"].as_str().unwrap_or_default(),
+                r["type"].as_str().unwrap_or_default(),
+                r["action"].as_str().unwrap_or_default()
+            ));
+        }
+    } else {
+        text.push_str("loaded:         no (pass --license to open it)\n");
+    }
+    write_out(out, &text)
+}
+
+fn join_strings(v: &Value) -> String {
+    let items: Vec<&str> = v
+        .as_array()
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    if items.is_empty() {
+        "-".into()
+    } else {
+        items.join(", ")
+    }
+}
+
+/// `inspect-license`: the report, never the content key. Returns the exit
+/// code: 0 only when the signature verified and the license is valid now.
+pub fn inspect_license(lic: &LicenseArgs, as_json: bool, out: &mut dyn Write) -> Result<u8, Error> {
+    let path = license::resolve_license_path(lic.license.as_deref())?;
+    let license = License::read(&path)?;
+    let keys = IssuerKeys::resolve(lic.issuer_keys.as_deref())?;
+    let verification = license.verify(&keys);
+    let now = OffsetDateTime::now_utc();
+    let window = license.window_at(now);
+    let report = json!({
+        "license_id": license.license_id,
+        "licensee": license.licensee,
+        "tier": license.tier,
+        "issued_at": format_time(license.issued_at),
+        "not_before": format_time(license.not_before),
+        "not_after": format_time(license.not_after),
+        "seconds_left": license.seconds_left(now),
+        "valid_now": window == Window::Valid,
+        "licensed_packs": license.licensed_packs,
+        "licensed_solvers": license.licensed_solvers,
+        "features": license.features,
+        "issuer_key_id": license.issuer_key_id,
+        "signature_verified": verification.is_ok(),
+    });
+    let ok = verification.is_ok() && window == Window::Valid;
+    if as_json {
+        write_out(out, &format!("{}\n", json_line(&report)))?;
+    } else {
+        let status = match (&verification, window) {
+            (Err(e), _) => format!("INVALID: {e}"),
+            (Ok(()), Window::Valid) => "valid".into(),
+            (Ok(()), Window::NotYetValid) => "signature verified, not yet valid".into(),
+            (Ok(()), Window::Expired) => "signature verified, expired".into(),
+        };
+        write_out(
+            out,
+            &format!(
+                "license_id:       {}\nlicensee:         {}\ntier:             {}\nissued_at:        {}\nvalid:            {} to {}\nseconds_left:     {}\nlicensed_packs:   {}\nlicensed_solvers: {}\nfeatures:         {}\nissuer_key_id:    {}\nstatus:           {status}\n",
+                license.license_id,
+                license.licensee,
+                license.tier,
+                format_time(license.issued_at),
+                format_time(license.not_before),
+                format_time(license.not_after),
+                license.seconds_left(now),
+                join_strings(&report["licensed_packs"]),
+                join_strings(&report["licensed_solvers"]),
+                join_strings(&report["features"]),
+                license.issuer_key_id,
+            ),
+        )?;
+    }
+    Ok(if ok { 0 } else { 4 })
+}
+
+/// One source of a manifest entry, in command-line order.
+#[derive(Debug, Clone)]
+pub enum ManifestSource {
+    /// `--playbook P`.
+    Playbook(PathBuf),
+    /// `--pack P` (needs the license).
+    Pack(PathBuf),
+}
+
+/// `manifest`: SPEC §7, to `out_file` or stdout.
+pub fn manifest(
+    sources: &[ManifestSource],
+    lic: &LicenseArgs,
+    out_file: Option<&Path>,
+    out: &mut dyn Write,
+) -> Result<(), Error> {
+    if sources.is_empty() {
+        return Err(Error::Usage(
+            "manifest needs at least one --playbook or --pack".into(),
+        ));
+    }
+    let mut license: Option<License> = None;
+    let mut entries = Vec::with_capacity(sources.len());
+    for s in sources {
+        match s {
+            ManifestSource::Playbook(p) => {
+                let name = p.display().to_string();
+                let bytes = compiler::read_playbook(p)?;
+                let doc = playbook::parse_document(&bytes, &name)?.doc;
+                playbook::pack_id(&doc, &name)?;
+                let solvers = playbook::solver_names(&doc, &name)?;
+                let rules = check_declarations(&doc, &name)?;
+                let actions: Vec<String> = rules.iter().map(|r| r.action_name()).collect();
+                entries.push(manifest::pack_entry(&doc, &actions, &solvers));
+            }
+            ManifestSource::Pack(p) => {
+                if license.is_none() {
+                    license = Some(lic.load(OffsetDateTime::now_utc())?);
+                }
+                if let Some(l) = &license {
+                    let pack = load_pack_file(p, l)?;
+                    entries.push(manifest::pack_entry(
+                        &pack.doc,
+                        &pack.rule_actions(),
+                        &pack.solvers,
+                    ));
+                }
+            }
+        }
+    }
+    let text = json_pretty(&manifest::manifest(entries));
+    match out_file {
+        Some(f) => crate::container::write_atomic(f, text.as_bytes())
+            .map_err(|e| Error::Io(format!("cannot write manifest {}: {e}", f.display()))),
+        None => write_out(out, &text),
+    }
+}
+
+/// Renders an error as SPEC §4.3 prescribes, in text or as one JSON object.
+pub fn render_error(e: &(impl Named + std::fmt::Display), as_json: bool) -> String {
+    if as_json {
+        json_line(
+            &json!({"error": e.name().as_str(), "message": e.to_string(), "problems": e.problems()}),
+        )
+    } else {
+        let mut s = format!("{}: {e}", e.name());
+        for p in e.problems() {
+            s.push_str("\n  - ");
+            s.push_str(p);
+        }
+        s
+    }
+}

@@ -1,0 +1,143 @@
+//! The compiler (SPEC §4.2): every compile-time check in order, then the
+//! playbook's canonical JSON is sealed (§3) and written atomically. The
+//! plaintext is never written to disk.
+
+use crate::canonical;
+use crate::container::{self, write_atomic};
+use crate::crypto::sha256_hex;
+use crate::license::License;
+use crate::playbook::{self, PlaybookError, MAX_PLAYBOOK_BYTES};
+use crate::rules::{check_declarations, is_snake_case};
+use crate::Error;
+use serde_json::Value;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use zeroize::Zeroizing;
+
+/// A playbook that passed every check, as canonical JSON.
+#[derive(Debug)]
+pub struct CompiledPlaybook {
+    /// The pack id.
+    pub pack_id: String,
+    /// `version` as text.
+    pub version: String,
+    /// The canonical JSON plaintext (zeroized on drop: it holds the patterns).
+    pub plaintext: Zeroizing<Vec<u8>>,
+    /// Hex SHA-256 of the plaintext.
+    pub sha256: String,
+    /// Warnings for stderr (unknown keys, rule id style).
+    pub warnings: Vec<String>,
+}
+
+/// What `compile` wrote.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct CompileOutput {
+    /// The pack id.
+    pub pack_id: String,
+    /// `version` as text.
+    pub version: String,
+    /// Hex SHA-256 of the plaintext (header digest, manifest `raw_pack_sha256`).
+    pub sha256: String,
+    /// Where the pack was written.
+    pub path: PathBuf,
+    /// Its size.
+    pub bytes: usize,
+    /// Warnings printed to stderr.
+    #[serde(skip)]
+    pub warnings: Vec<String>,
+}
+
+/// Reads a playbook file, refusing one over the size cap before reading it whole.
+pub fn read_playbook(path: &Path) -> Result<Vec<u8>, PlaybookError> {
+    let name = path.display();
+    let f = std::fs::File::open(path).map_err(|e| {
+        PlaybookError::Compiler(format!(
+            "Failed to parse YAML playbook: cannot read {name}: {e}"
+        ))
+    })?;
+    let mut buf = Vec::new();
+    f.take(MAX_PLAYBOOK_BYTES as u64 + 1)
+        .read_to_end(&mut buf)
+        .map_err(|e| {
+            PlaybookError::Compiler(format!(
+                "Failed to parse YAML playbook: cannot read {name}: {e}"
+            ))
+        })?;
+    if buf.len() > MAX_PLAYBOOK_BYTES {
+        return Err(PlaybookError::Compiler(format!(
+            "Failed to parse YAML playbook: {name} is over the {MAX_PLAYBOOK_BYTES}-byte limit"
+        )));
+    }
+    Ok(buf)
+}
+
+/// Steps 2 to 6 of SPEC §4.2 for a license that passed step 1.
+pub fn compile_playbook(
+    bytes: &[u8],
+    name: &str,
+    license: &License,
+) -> Result<CompiledPlaybook, Error> {
+    let document = playbook::parse_document(bytes, name)?;
+    let doc = document.doc;
+    let pack_id = playbook::pack_id(&doc, name)?.to_string();
+    license.check_pack(&pack_id)?;
+    let solvers = playbook::solver_names(&doc, name)?;
+    license.check_solvers(&solvers)?;
+    let rules = check_declarations(&doc, name)?;
+
+    let mut warnings = Vec::new();
+    if !document.unknown_keys.is_empty() {
+        warnings.push(format!(
+            "{name}: unknown top-level keys ignored and not carried into the pack: {}",
+            document.unknown_keys.join(", ")
+        ));
+    }
+    for (i, r) in rules.iter().enumerate() {
+        if !is_snake_case(&r.id) {
+            warnings.push(format!(
+                "{name}: rules[{i}] id `{}` is not lower snake case; its action will read `{}`",
+                r.id,
+                r.action_name()
+            ));
+        }
+    }
+    let text = Zeroizing::new(
+        canonical::to_string(&Value::Object(doc.clone()))
+            .map_err(|e| PlaybookError::Parse(format!("{name}: {e}")))?,
+    );
+    let plaintext = Zeroizing::new(text.as_bytes().to_vec());
+    Ok(CompiledPlaybook {
+        sha256: sha256_hex(&plaintext),
+        version: playbook::pack_version(&doc),
+        pack_id,
+        plaintext,
+        warnings,
+    })
+}
+
+/// `helixor-pack compile`: checks, seals and writes the pack to `out`.
+pub fn compile_file(
+    playbook_path: &Path,
+    license: &License,
+    out: &Path,
+) -> Result<CompileOutput, Error> {
+    let bytes = read_playbook(playbook_path)?;
+    let compiled = compile_playbook(&bytes, &playbook_path.display().to_string(), license)?;
+    let key = license.content_key().pack_key();
+    let sealed = container::seal(
+        &compiled.pack_id,
+        &license.license_id,
+        &key,
+        &compiled.plaintext,
+    )?;
+    write_atomic(out, &sealed)
+        .map_err(|e| Error::Io(format!("cannot write pack {}: {e}", out.display())))?;
+    Ok(CompileOutput {
+        pack_id: compiled.pack_id,
+        version: compiled.version,
+        sha256: compiled.sha256,
+        path: out.to_path_buf(),
+        bytes: sealed.len(),
+        warnings: compiled.warnings,
+    })
+}

@@ -1,0 +1,283 @@
+//! The `.hxpack` container (SPEC §3): byte layout, sealing, opening and the
+//! atomic write. Knows keys and bytes, never licenses' rules or playbooks;
+//! the plaintext exists only in zeroizing memory and is never written.
+
+use crate::crypto::{sha256, PackKey};
+use crate::error::{ErrorName, Named};
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use zeroize::Zeroizing;
+
+/// The four magic bytes at offset 0.
+pub const MAGIC: &[u8; 4] = b"HXPK";
+/// The only format version this runtime reads and writes.
+pub const FORMAT_VERSION: u16 = 1;
+/// Smallest file the loader considers (SPEC §5 step 2).
+pub const MIN_PACK_BYTES: usize = 56;
+/// Largest pack file read (SPEC §3).
+pub const MAX_PACK_BYTES: u64 = 16 * 1024 * 1024;
+const NONCE_LEN: usize = 12;
+const DIGEST_LEN: usize = 32;
+const TAG_LEN: usize = 16;
+/// The exact message of every decryption failure (SPEC §4.3).
+pub const UNSEAL_MESSAGE: &str =
+    "Decryption failed: content key mismatch or corrupted pack envelope";
+
+/// Pack-layer errors: the `Pack*` names of SPEC §4.3.
+#[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
+pub enum PackError {
+    /// Not a well-formed container.
+    #[error("{0}")]
+    Format(String),
+    /// Authentication failed (wrong license or altered bytes).
+    #[error("{UNSEAL_MESSAGE}")]
+    Unseal,
+    /// The plaintext does not match the header or is not a playbook.
+    #[error("{0}")]
+    Integrity(String),
+    /// No such pack loaded, or none at all.
+    #[error("{0}")]
+    NotFound(String),
+}
+
+impl Named for PackError {
+    fn name(&self) -> ErrorName {
+        match self {
+            Self::Format(_) => ErrorName::PackFormatError,
+            Self::Unseal => ErrorName::PackUnsealError,
+            Self::Integrity(_) => ErrorName::PackIntegrityError,
+            Self::NotFound(_) => ErrorName::PackNotFoundError,
+        }
+    }
+}
+
+/// A parsed, not yet decrypted, pack.
+#[derive(Debug, Clone, Copy)]
+pub struct SealedPack<'a> {
+    /// The clear-text pack id of the header.
+    pub pack_id: &'a str,
+    /// The header's format version (always 1 once parsed).
+    pub format_version: u16,
+    /// The AES-GCM nonce.
+    pub nonce: [u8; NONCE_LEN],
+    /// SHA-256 of the plaintext, as the header claims it.
+    pub sha256: [u8; DIGEST_LEN],
+    /// Ciphertext with its tag.
+    pub ciphertext: &'a [u8],
+}
+
+impl<'a> SealedPack<'a> {
+    /// Parses the header of `bytes` (SPEC §5 step 2); `name` is used in messages.
+    pub fn parse(bytes: &'a [u8], name: &str) -> Result<Self, PackError> {
+        let fmt = |detail: String| PackError::Format(format!("{name}: {detail}"));
+        if bytes.len() as u64 > MAX_PACK_BYTES {
+            return Err(fmt(format!(
+                "pack is {} bytes, over the {MAX_PACK_BYTES}-byte limit",
+                bytes.len()
+            )));
+        }
+        if bytes.len() < MIN_PACK_BYTES {
+            return Err(fmt(format!(
+                "pack is {} bytes, under the {MIN_PACK_BYTES}-byte minimum",
+                bytes.len()
+            )));
+        }
+        if &bytes[0..4] != MAGIC {
+            return Err(fmt("bad magic: not an HXPK pack".to_string()));
+        }
+        let version = u16::from_be_bytes([bytes[4], bytes[5]]);
+        if version != FORMAT_VERSION {
+            return Err(fmt(format!("unsupported format version {version} (this runtime reads version {FORMAT_VERSION})")));
+        }
+        let id_len = usize::from(u16::from_be_bytes([bytes[6], bytes[7]]));
+        let ct_start = 8 + id_len + NONCE_LEN + DIGEST_LEN;
+        if ct_start + TAG_LEN > bytes.len() {
+            return Err(fmt(format!(
+                "truncated header: pack id length {id_len} leaves no room for nonce, digest and tag in {} bytes",
+                bytes.len()
+            )));
+        }
+        if id_len == 0 {
+            return Err(fmt("header pack_id is empty".to_string()));
+        }
+        let pack_id = std::str::from_utf8(&bytes[8..8 + id_len])
+            .map_err(|_| fmt("header pack_id is not valid UTF-8".to_string()))?;
+        let mut nonce = [0u8; NONCE_LEN];
+        nonce.copy_from_slice(&bytes[8 + id_len..8 + id_len + NONCE_LEN]);
+        let mut digest = [0u8; DIGEST_LEN];
+        digest.copy_from_slice(&bytes[8 + id_len + NONCE_LEN..ct_start]);
+        Ok(Self {
+            pack_id,
+            format_version: version,
+            nonce,
+            sha256: digest,
+            ciphertext: &bytes[ct_start..],
+        })
+    }
+
+    /// Decrypts with `key` and `<pack_id>:<license_id>` as associated data,
+    /// then checks the plaintext digest (SPEC §5 steps 4 and 5).
+    pub fn open(
+        &self,
+        key: &PackKey,
+        license_id: &str,
+        name: &str,
+    ) -> Result<Zeroizing<Vec<u8>>, PackError> {
+        let aad = associated_data(self.pack_id, license_id);
+        let plain = key
+            .open(&self.nonce, aad.as_bytes(), self.ciphertext)
+            .map_err(|_| PackError::Unseal)?;
+        if sha256(&plain) != self.sha256 {
+            return Err(PackError::Integrity(format!(
+                "{name}: SHA-256 of the decrypted playbook differs from the header digest"
+            )));
+        }
+        Ok(plain)
+    }
+}
+
+/// `"<pack_id>:<license_id>"`, the associated data of SPEC §3.
+pub fn associated_data(pack_id: &str, license_id: &str) -> String {
+    format!("{pack_id}:{license_id}")
+}
+
+/// Builds the bytes of a pack around `plaintext` with a fresh random nonce.
+pub fn seal(
+    pack_id: &str,
+    license_id: &str,
+    key: &PackKey,
+    plaintext: &[u8],
+) -> Result<Vec<u8>, PackError> {
+    let nonce = crate::crypto::random_bytes::<NONCE_LEN>()
+        .map_err(|e| PackError::Format(format!("no randomness for the pack nonce: {e}")))?;
+    seal_with_nonce(pack_id, license_id, key, plaintext, nonce)
+}
+
+/// As [`seal`], with a given nonce (tests and reproducible fixtures only).
+pub fn seal_with_nonce(
+    pack_id: &str,
+    license_id: &str,
+    key: &PackKey,
+    plaintext: &[u8],
+    nonce: [u8; NONCE_LEN],
+) -> Result<Vec<u8>, PackError> {
+    let id_len = u16::try_from(pack_id.len()).map_err(|_| {
+        PackError::Format(format!(
+            "pack_id is {} bytes, over the 65535-byte header limit",
+            pack_id.len()
+        ))
+    })?;
+    let aad = associated_data(pack_id, license_id);
+    let ct = key
+        .seal(&nonce, aad.as_bytes(), plaintext)
+        .map_err(|_| PackError::Unseal)?;
+    let mut out = Vec::with_capacity(8 + pack_id.len() + NONCE_LEN + DIGEST_LEN + ct.len());
+    out.extend_from_slice(MAGIC);
+    out.extend_from_slice(&FORMAT_VERSION.to_be_bytes());
+    out.extend_from_slice(&id_len.to_be_bytes());
+    out.extend_from_slice(pack_id.as_bytes());
+    out.extend_from_slice(&nonce);
+    out.extend_from_slice(&sha256(plaintext));
+    out.extend_from_slice(&ct);
+    if out.len() as u64 > MAX_PACK_BYTES {
+        return Err(PackError::Format(format!(
+            "sealed pack would be {} bytes, over the {MAX_PACK_BYTES}-byte limit",
+            out.len()
+        )));
+    }
+    Ok(out)
+}
+
+/// Reads a pack file, refusing one over [`MAX_PACK_BYTES`] before reading it whole.
+pub fn read_pack_file(path: &Path) -> Result<Vec<u8>, PackError> {
+    let name = path.display();
+    let file = std::fs::File::open(path)
+        .map_err(|e| PackError::Format(format!("{name}: cannot read pack: {e}")))?;
+    let mut buf = Vec::new();
+    file.take(MAX_PACK_BYTES + 1)
+        .read_to_end(&mut buf)
+        .map_err(|e| PackError::Format(format!("{name}: cannot read pack: {e}")))?;
+    if buf.len() as u64 > MAX_PACK_BYTES {
+        return Err(PackError::Format(format!(
+            "{name}: pack is over the {MAX_PACK_BYTES}-byte limit"
+        )));
+    }
+    Ok(buf)
+}
+
+/// Writes `bytes` to a temporary file beside `path`, syncs it and renames it
+/// into place, so a reader never sees half a file.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let file_name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let suffix = hex::encode(crate::crypto::random_bytes::<6>().map_err(std::io::Error::other)?);
+    let tmp = dir.join(format!(".{file_name}.{suffix}.tmp"));
+    let result = (|| {
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        drop(f);
+        std::fs::rename(&tmp, path)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::crypto::ContentKey;
+
+    fn key() -> PackKey {
+        ContentKey::from_bytes([9u8; 32]).pack_key()
+    }
+
+    #[test]
+    fn layout_is_exact() {
+        let bytes = seal_with_nonce("p.x.v1", "lic", &key(), b"{}", [3u8; 12]).unwrap();
+        assert_eq!(&bytes[0..4], b"HXPK");
+        assert_eq!(&bytes[4..6], &[0, 1]);
+        assert_eq!(&bytes[6..8], &[0, 6]);
+        assert_eq!(&bytes[8..14], b"p.x.v1");
+        assert_eq!(&bytes[14..26], &[3u8; 12]);
+        assert_eq!(&bytes[26..58], &sha256(b"{}"));
+        assert_eq!(bytes.len(), 58 + 2 + 16);
+        let p = SealedPack::parse(&bytes, "t").unwrap();
+        assert_eq!(p.open(&key(), "lic", "t").unwrap().as_slice(), b"{}");
+        assert_eq!(p.open(&key(), "other", "t").unwrap_err(), PackError::Unseal);
+    }
+
+    #[test]
+    fn header_errors() {
+        let good = seal_with_nonce("p", "lic", &key(), b"{\"pack_id\":\"p\"}", [0u8; 12]).unwrap();
+        assert!(
+            matches!(SealedPack::parse(&good[..55], "t"), Err(PackError::Format(m)) if m.contains("under the 56-byte"))
+        );
+        let mut bad = good.clone();
+        bad[0] = b'X';
+        assert!(
+            matches!(SealedPack::parse(&bad, "t"), Err(PackError::Format(m)) if m.contains("magic"))
+        );
+        let mut bad = good.clone();
+        bad[5] = 2;
+        assert!(
+            matches!(SealedPack::parse(&bad, "t"), Err(PackError::Format(m)) if m.contains("version 2"))
+        );
+        let mut bad = good.clone();
+        bad[6] = 0xff;
+        assert!(
+            matches!(SealedPack::parse(&bad, "t"), Err(PackError::Format(m)) if m.contains("truncated"))
+        );
+    }
+}

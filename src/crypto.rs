@@ -1,0 +1,152 @@
+//! Cryptographic primitives: SHA-256, the HKDF pack key, AES-256-GCM and
+//! randomness. Keys live in zeroizing buffers; nothing here reads files or
+//! knows about licenses.
+
+use aes_gcm::aead::{Aead, KeyInit, Payload};
+use aes_gcm::{Aes256Gcm, Nonce};
+use hkdf::Hkdf;
+use sha2::{Digest, Sha256};
+use zeroize::Zeroizing;
+
+/// HKDF `info` for the pack key (SPEC §3).
+pub const PACK_KEY_INFO: &[u8] = b"helixor.hxpack.v1";
+
+/// SHA-256 of `data`.
+pub fn sha256(data: &[u8]) -> [u8; 32] {
+    Sha256::digest(data).into()
+}
+
+/// Lower-case hex SHA-256 of `data`.
+pub fn sha256_hex(data: &[u8]) -> String {
+    hex::encode(sha256(data))
+}
+
+/// A license's 32-byte content key; wiped from memory when dropped and
+/// never printed (its `Debug` is redacted).
+#[derive(Clone)]
+pub struct ContentKey(Zeroizing<[u8; 32]>);
+
+impl ContentKey {
+    /// Wraps raw key bytes.
+    pub fn from_bytes(bytes: [u8; 32]) -> Self {
+        Self(Zeroizing::new(bytes))
+    }
+
+    /// A fresh random key.
+    pub fn generate() -> Result<Self, getrandom::Error> {
+        let mut k = Zeroizing::new([0u8; 32]);
+        getrandom::getrandom(k.as_mut())?;
+        Ok(Self(k))
+    }
+
+    /// The raw bytes (for the license issuer only).
+    pub fn as_bytes(&self) -> &[u8; 32] {
+        &self.0
+    }
+
+    /// The AES-256 key for packs: HKDF-SHA256, no salt, info `helixor.hxpack.v1`.
+    pub fn pack_key(&self) -> PackKey {
+        let hk = Hkdf::<Sha256>::new(None, self.0.as_ref());
+        let mut okm = Zeroizing::new([0u8; 32]);
+        // 32 bytes is far below HKDF-SHA256's 8160-byte maximum, so expand cannot fail.
+        let _ = hk.expand(PACK_KEY_INFO, okm.as_mut());
+        PackKey(okm)
+    }
+}
+
+impl std::fmt::Debug for ContentKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ContentKey(<redacted>)")
+    }
+}
+
+/// The derived AES-256-GCM key of a license's packs; zeroized on drop.
+pub struct PackKey(Zeroizing<[u8; 32]>);
+
+impl std::fmt::Debug for PackKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("PackKey(<redacted>)")
+    }
+}
+
+/// AEAD failure: wrong key, wrong associated data or altered bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AeadError;
+
+impl PackKey {
+    fn cipher(&self) -> Aes256Gcm {
+        Aes256Gcm::new(self.0.as_ref().into())
+    }
+
+    /// Encrypts `plaintext`; returns the ciphertext with its 16-byte tag appended.
+    pub fn seal(
+        &self,
+        nonce: &[u8; 12],
+        aad: &[u8],
+        plaintext: &[u8],
+    ) -> Result<Vec<u8>, AeadError> {
+        self.cipher()
+            .encrypt(
+                Nonce::from_slice(nonce),
+                Payload {
+                    msg: plaintext,
+                    aad,
+                },
+            )
+            .map_err(|_| AeadError)
+    }
+
+    /// Decrypts and authenticates `ciphertext` (tag at its end) into a zeroizing buffer.
+    pub fn open(
+        &self,
+        nonce: &[u8; 12],
+        aad: &[u8],
+        ciphertext: &[u8],
+    ) -> Result<Zeroizing<Vec<u8>>, AeadError> {
+        self.cipher()
+            .decrypt(
+                Nonce::from_slice(nonce),
+                Payload {
+                    msg: ciphertext,
+                    aad,
+                },
+            )
+            .map(Zeroizing::new)
+            .map_err(|_| AeadError)
+    }
+}
+
+/// `N` bytes from the operating system's random source.
+pub fn random_bytes<const N: usize>() -> Result<[u8; N], getrandom::Error> {
+    let mut b = [0u8; N];
+    getrandom::getrandom(&mut b)?;
+    Ok(b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hkdf_matches_rfc5869_shape_and_is_deterministic() {
+        let k = ContentKey::from_bytes([7u8; 32]);
+        assert_eq!(k.pack_key().0.as_ref(), k.pack_key().0.as_ref());
+        assert_ne!(k.pack_key().0.as_ref(), &[7u8; 32]);
+    }
+
+    #[test]
+    fn seal_open_round_trip_and_aad_binding() {
+        let key = ContentKey::from_bytes([1u8; 32]).pack_key();
+        let nonce = [2u8; 12];
+        let ct = key.seal(&nonce, b"a:b", b"hello").unwrap();
+        assert_eq!(ct.len(), 5 + 16);
+        assert_eq!(key.open(&nonce, b"a:b", &ct).unwrap().as_slice(), b"hello");
+        assert_eq!(key.open(&nonce, b"a:c", &ct), Err(AeadError));
+    }
+
+    #[test]
+    fn debug_never_shows_key() {
+        let k = ContentKey::from_bytes([0xAB; 32]);
+        assert_eq!(format!("{k:?}"), "ContentKey(<redacted>)");
+    }
+}

@@ -1,0 +1,85 @@
+//! The decision object of SPEC §6.4 and its parts. Borrowed from the
+//! evaluator where it can be, so a request allocates only what it returns.
+
+use serde::Serialize;
+
+/// A trigger's or decision's severity.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum Severity {
+    /// Blocks the payload.
+    #[serde(rename = "FATAL")]
+    Fatal,
+    /// Redacts and permits.
+    #[serde(rename = "WARNING")]
+    Warning,
+}
+
+impl Severity {
+    /// `FATAL` or `WARNING`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Fatal => "FATAL",
+            Self::Warning => "WARNING",
+        }
+    }
+}
+
+/// Where a trigger comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Source {
+    /// One of the playbook's `rules`.
+    Rule,
+    /// One of the built-in hard rules.
+    Builtin,
+}
+
+/// One rule that matched at least once.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Trigger<'e> {
+    /// Custom rule id or hard rule id.
+    pub rule_id: &'e str,
+    /// `rule` or `builtin`.
+    pub source: Source,
+    /// The rule's severity.
+    pub severity: Severity,
+    /// The action the rule would decide.
+    pub action: &'e str,
+    /// Built-in triggers: the codes of the codons that matched, in codon order.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub codons: Option<Vec<&'static str>>,
+    /// Number of spans.
+    pub match_count: usize,
+    /// `[start, end)` in code points, sorted by start then end.
+    pub spans: Vec<[usize; 2]>,
+}
+
+/// The outcome of evaluating one payload (SPEC §6.4).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Decision<'e> {
+    /// The deciding action, or `permit_clean_payload`.
+    pub action: &'e str,
+    /// The deciding trigger's severity; `null` on permit.
+    pub severity: Option<Severity>,
+    /// The deciding trigger's reason; `null` on permit.
+    pub reason: Option<&'e str>,
+    /// What may leave: the payload, redacted, or the blocked placeholder.
+    pub clean_text: String,
+    /// Every rule that matched, custom rules first.
+    pub triggers: Vec<Trigger<'e>>,
+    /// True only on permit.
+    pub invariants_passed: bool,
+    /// The pack that decided.
+    pub pack_id: &'e str,
+    /// The playbook's version as text.
+    pub pack_version: &'e str,
+    /// The `helixor.decision_receipt.v1` fingerprint.
+    pub receipt_hash: String,
+    /// Engine time in microseconds.
+    pub latency_us: f64,
+}
+
+/// The action of a payload that broke no rule.
+pub const PERMIT_ACTION: &str = "permit_clean_payload";
+/// `clean_text` of a blocked payload.
+pub const BLOCKED_TEXT: &str = "[BLOCKED: Prohibited Content]";

@@ -1,0 +1,402 @@
+//! The evaluation engine (SPEC §6): built once per pack load, shared
+//! read-only by every request. One DFA pass over the payload finds which
+//! rules can match; only those are searched for spans. Never logs, stores or
+//! returns a matched value.
+
+mod decision;
+mod receipt;
+
+pub use decision::{Decision, Severity, Source, Trigger, BLOCKED_TEXT, PERMIT_ACTION};
+pub use receipt::{receipt_hash, RECEIPT_SCHEMA};
+
+use crate::builtins::{Validator, CODONS, HARD_RULES};
+use crate::pattern::{self, CompiledPattern, Flag};
+use crate::rules::{CustomRule, RuleAction, RuleType};
+use regex::{Regex, RegexSet, RegexSetBuilder};
+use std::sync::OnceLock;
+use std::time::Instant;
+
+/// Size limit of the combined filter automaton.
+const FILTER_SIZE_LIMIT: usize = 64 << 20;
+/// Lazy-DFA cache of the filter, per concurrent search.
+const FILTER_DFA_LIMIT: usize = 16 << 20;
+
+struct Matcher {
+    regex: Regex,
+    validator: Validator,
+}
+
+struct RuleInfo {
+    id: String,
+    severity: Severity,
+    action: String,
+    reason: String,
+    placeholder: String,
+}
+
+/// A pack's compiled evaluator.
+pub struct Evaluator {
+    pack_id: String,
+    pack_version: String,
+    /// Custom rules in file order, then the six codons.
+    matchers: Vec<Matcher>,
+    /// One automaton over every matcher's boundary-free form; `None` when it
+    /// could not be built, and every matcher then runs on every payload.
+    filter: Option<RegexSet>,
+    rules: Vec<RuleInfo>,
+}
+
+impl std::fmt::Debug for Evaluator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Patterns are policy secrets: never print them.
+        f.debug_struct("Evaluator")
+            .field("pack_id", &self.pack_id)
+            .field("rules", &self.rules.len())
+            .field("filter", &self.filter.is_some())
+            .finish()
+    }
+}
+
+fn builtin_patterns() -> Result<&'static [CompiledPattern], String> {
+    static COMPILED: OnceLock<Result<Vec<CompiledPattern>, String>> = OnceLock::new();
+    COMPILED
+        .get_or_init(|| {
+            CODONS
+                .iter()
+                .map(|c| {
+                    let flags: &[Flag] = if c.ignore_case {
+                        &[Flag::IgnoreCase]
+                    } else {
+                        &[]
+                    };
+                    pattern::compile(c.pattern, flags)
+                        .map_err(|e| format!("built-in codon {}: {e}", c.code))
+                })
+                .collect()
+        })
+        .as_deref()
+        .map_err(Clone::clone)
+}
+
+impl Evaluator {
+    /// Builds the evaluator of a pack from its validated custom rules.
+    pub fn new(pack_id: &str, pack_version: &str, rules: &[CustomRule]) -> Result<Self, String> {
+        let builtins = builtin_patterns()?;
+        let mut matchers = Vec::with_capacity(rules.len() + CODONS.len());
+        let mut filters = Vec::with_capacity(rules.len() + CODONS.len());
+        let mut infos = Vec::with_capacity(rules.len());
+        for r in rules {
+            matchers.push(Matcher {
+                regex: r.pattern.exact.clone(),
+                validator: match r.rule_type {
+                    RuleType::Regex => Validator::None,
+                    RuleType::LuhnChecksum => Validator::Luhn,
+                },
+            });
+            filters.push(r.pattern.filter.as_str());
+            infos.push(RuleInfo {
+                id: r.id.clone(),
+                severity: match r.action {
+                    RuleAction::Block => Severity::Fatal,
+                    RuleAction::Redact => Severity::Warning,
+                },
+                action: r.action_name(),
+                reason: r
+                    .description
+                    .clone()
+                    .unwrap_or_else(|| format!("Custom rule {} matched", r.id)),
+                placeholder: format!("[REDACTED_{}]", r.id.to_uppercase()),
+            });
+        }
+        for (c, p) in CODONS.iter().zip(builtins) {
+            matchers.push(Matcher {
+                regex: p.exact.clone(),
+                validator: c.validator,
+            });
+            filters.push(p.filter.as_str());
+        }
+        let filter = RegexSetBuilder::new(&filters)
+            .size_limit(FILTER_SIZE_LIMIT)
+            .dfa_size_limit(FILTER_DFA_LIMIT)
+            .build()
+            .ok();
+        Ok(Self {
+            pack_id: pack_id.to_string(),
+            pack_version: pack_version.to_string(),
+            matchers,
+            filter,
+            rules: infos,
+        })
+    }
+
+    /// The pack id.
+    pub fn pack_id(&self) -> &str {
+        &self.pack_id
+    }
+
+    /// The pack version as text.
+    pub fn pack_version(&self) -> &str {
+        &self.pack_version
+    }
+
+    /// Number of custom rules.
+    pub fn rule_count(&self) -> usize {
+        self.rules.len()
+    }
+
+    /// Evaluates `text` (SPEC §6) and times the engine call.
+    pub fn evaluate(&self, text: &str) -> Decision<'_> {
+        let started = Instant::now();
+        let mut decision = self.decide(text);
+        decision.latency_us = started.elapsed().as_secs_f64() * 1e6;
+        decision
+    }
+
+    fn decide(&self, text: &str) -> Decision<'_> {
+        let n = self.matchers.len();
+        let mut found: Vec<Vec<(usize, usize)>> = Vec::new();
+        match &self.filter {
+            Some(set) => {
+                let candidates = set.matches(text);
+                if candidates.matched_any() {
+                    found.resize_with(n, Vec::new);
+                    for i in candidates.iter() {
+                        found[i] = self.find_all(i, text);
+                    }
+                }
+            }
+            None => found = (0..n).map(|i| self.find_all(i, text)).collect(),
+        }
+        if found.iter().all(Vec::is_empty) {
+            return self.finish(text, Vec::new(), None, text.to_string());
+        }
+
+        let ascii = text.is_ascii();
+        let mut triggers: Vec<Trigger<'_>> = Vec::new();
+        // Byte spans of WARNING triggers for redaction: (start, end, order, placeholder).
+        let mut redactions: Vec<(usize, usize, (usize, usize), &str)> = Vec::new();
+        for (r, info) in self.rules.iter().enumerate() {
+            let spans = &found[r];
+            if spans.is_empty() {
+                continue;
+            }
+            if info.severity == Severity::Warning {
+                let t = triggers.len();
+                redactions.extend(
+                    spans
+                        .iter()
+                        .map(|&(s, e)| (s, e, (t, 0), info.placeholder.as_str())),
+                );
+            }
+            triggers.push(Trigger {
+                rule_id: &info.id,
+                source: Source::Rule,
+                severity: info.severity,
+                action: &info.action,
+                codons: None,
+                match_count: spans.len(),
+                spans: code_point_spans(text, spans, ascii),
+            });
+        }
+        let base = self.rules.len();
+        for hr in &HARD_RULES {
+            let mut spans: Vec<(usize, usize)> = Vec::new();
+            let mut codes = Vec::new();
+            for &c in hr.codons {
+                let m = &found[base + c];
+                if m.is_empty() {
+                    continue;
+                }
+                codes.push(CODONS[c].code);
+                spans.extend_from_slice(m);
+                if !hr.fatal {
+                    let t = triggers.len();
+                    redactions.extend(
+                        m.iter()
+                            .map(|&(s, e)| (s, e, (t, c), CODONS[c].placeholder)),
+                    );
+                }
+            }
+            if spans.is_empty() {
+                continue;
+            }
+            spans.sort_unstable();
+            triggers.push(Trigger {
+                rule_id: hr.id,
+                source: Source::Builtin,
+                severity: if hr.fatal {
+                    Severity::Fatal
+                } else {
+                    Severity::Warning
+                },
+                action: hr.action,
+                codons: Some(codes),
+                match_count: spans.len(),
+                spans: code_point_spans(text, &spans, ascii),
+            });
+        }
+
+        let deciding = triggers
+            .iter()
+            .position(|t| t.severity == Severity::Fatal)
+            .or_else(|| {
+                triggers
+                    .iter()
+                    .position(|t| t.severity == Severity::Warning)
+            });
+        let clean = match deciding.map(|i| triggers[i].severity) {
+            Some(Severity::Fatal) => BLOCKED_TEXT.to_string(),
+            Some(Severity::Warning) => redact(text, redactions),
+            None => text.to_string(),
+        };
+        self.finish(text, triggers, deciding, clean)
+    }
+
+    fn finish<'e>(
+        &'e self,
+        text: &str,
+        triggers: Vec<Trigger<'e>>,
+        deciding: Option<usize>,
+        clean_text: String,
+    ) -> Decision<'e> {
+        let (action, severity, reason) = match deciding {
+            Some(i) => {
+                let t = &triggers[i];
+                (t.action, Some(t.severity), Some(self.reason_of(t)))
+            }
+            None => (PERMIT_ACTION, None, None),
+        };
+        let invariants_passed = deciding.is_none();
+        let receipt_hash = receipt_hash(
+            &self.pack_id,
+            &self.pack_version,
+            action,
+            invariants_passed,
+            triggers.iter().map(|t| t.rule_id),
+            text,
+        );
+        Decision {
+            action,
+            severity,
+            reason,
+            clean_text,
+            triggers,
+            invariants_passed,
+            pack_id: &self.pack_id,
+            pack_version: &self.pack_version,
+            receipt_hash,
+            latency_us: 0.0,
+        }
+    }
+
+    fn reason_of(&self, t: &Trigger<'_>) -> &str {
+        match t.source {
+            Source::Rule => self
+                .rules
+                .iter()
+                .find(|r| r.id == t.rule_id)
+                .map_or("", |r| r.reason.as_str()),
+            Source::Builtin => HARD_RULES
+                .iter()
+                .find(|h| h.id == t.rule_id)
+                .map_or("", |h| h.reason),
+        }
+    }
+
+    /// Every non-empty, validated match of matcher `i`, left to right,
+    /// non-overlapping; a dropped candidate does not let an overlapping one through.
+    fn find_all(&self, i: usize, text: &str) -> Vec<(usize, usize)> {
+        let m = &self.matchers[i];
+        m.regex
+            .find_iter(text)
+            .filter(|x| !x.is_empty() && validate(m.validator, x.as_str()))
+            .map(|x| (x.start(), x.end()))
+            .collect()
+    }
+}
+
+fn validate(v: Validator, s: &str) -> bool {
+    match v {
+        Validator::None => true,
+        Validator::Luhn => luhn(s),
+        Validator::Ssn => ssn_ok(s),
+    }
+}
+
+/// Luhn over the ASCII digits of `s` (others ignored); needs two digits.
+pub fn luhn(s: &str) -> bool {
+    let mut sum = 0u32;
+    let mut count = 0usize;
+    for b in s.bytes().rev().filter(u8::is_ascii_digit) {
+        let d = u32::from(b - b'0');
+        sum += if count % 2 == 1 {
+            let x = d * 2;
+            if x > 9 {
+                x - 9
+            } else {
+                x
+            }
+        } else {
+            d
+        };
+        count += 1;
+    }
+    count >= 2 && sum % 10 == 0
+}
+
+/// The reference SSN look-aheads: area not 000, 666 or 9xx; group not 00;
+/// serial not 0000. `s` is a `ddd-dd-dddd` match.
+fn ssn_ok(s: &str) -> bool {
+    let b = s.as_bytes();
+    if b.len() != 11 {
+        return false;
+    }
+    let area = &b[0..3];
+    area != b"000" && area != b"666" && area[0] != b'9' && &b[4..6] != b"00" && &b[7..11] != b"0000"
+}
+
+/// Converts sorted byte spans to code-point spans.
+fn code_point_spans(text: &str, spans: &[(usize, usize)], ascii: bool) -> Vec<[usize; 2]> {
+    if ascii {
+        return spans.iter().map(|&(s, e)| [s, e]).collect();
+    }
+    let mut out = Vec::with_capacity(spans.len());
+    let (mut byte_pos, mut cp_pos) = (0usize, 0usize);
+    for &(s, e) in spans {
+        // Starts are sorted, so the running count only moves forward.
+        cp_pos += text[byte_pos..s].chars().count();
+        byte_pos = s;
+        out.push([cp_pos, cp_pos + text[s..e].chars().count()]);
+    }
+    out
+}
+
+/// Replaces WARNING matches by placeholders, merging overlaps (SPEC §6.3).
+fn redact(text: &str, mut items: Vec<(usize, usize, (usize, usize), &str)>) -> String {
+    items.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)).then(a.2.cmp(&b.2)));
+    let mut out = String::with_capacity(text.len());
+    let mut pos = 0usize;
+    let mut region: Option<(usize, usize, &str)> = None;
+    for (s, e, _, placeholder) in items {
+        match region {
+            Some((rs, re, ph)) if s < re => region = Some((rs, re.max(e), ph)),
+            Some((rs, re, ph)) => {
+                out.push_str(&text[pos..rs]);
+                out.push_str(ph);
+                pos = re;
+                region = Some((s, e, placeholder));
+            }
+            None => region = Some((s, e, placeholder)),
+        }
+    }
+    if let Some((rs, re, ph)) = region {
+        out.push_str(&text[pos..rs]);
+        out.push_str(ph);
+        pos = re;
+    }
+    out.push_str(&text[pos..]);
+    out
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,67 @@
+//! The `helixor.decision_receipt.v1` fingerprint (SPEC §6.4), byte-compatible
+//! with Python's `json.dumps(..., sort_keys=True, separators=(",", ":"))`.
+
+use crate::canonical::{write_str, Escaping};
+use crate::crypto::sha256;
+
+/// The receipt schema name.
+pub const RECEIPT_SCHEMA: &str = "helixor.decision_receipt.v1";
+
+/// `hx_proof_` + the first 24 hex digits of SHA-256 over the receipt JSON.
+pub fn receipt_hash<'a>(
+    pack_id: &str,
+    pack_version: &str,
+    action: &str,
+    invariants_passed: bool,
+    rule_ids: impl Iterator<Item = &'a str>,
+    payload: &str,
+) -> String {
+    let payload_hex = hex::encode(sha256(payload.as_bytes()));
+    // Keys written in sorted order by hand: the object's shape is fixed.
+    let mut json = String::with_capacity(256);
+    json.push_str("{\"action\":");
+    write_str(&mut json, action, Escaping::Ascii);
+    json.push_str(",\"invariants_passed\":");
+    json.push_str(if invariants_passed { "true" } else { "false" });
+    json.push_str(",\"pack_id\":");
+    write_str(&mut json, pack_id, Escaping::Ascii);
+    json.push_str(",\"pack_version\":");
+    write_str(&mut json, pack_version, Escaping::Ascii);
+    json.push_str(",\"rule_ids\":[");
+    for (i, id) in rule_ids.enumerate() {
+        if i > 0 {
+            json.push(',');
+        }
+        write_str(&mut json, id, Escaping::Ascii);
+    }
+    json.push_str("],\"schema\":\"");
+    json.push_str(RECEIPT_SCHEMA);
+    json.push_str("\",\"sha256_payload\":\"");
+    json.push_str(&payload_hex);
+    json.push_str("\"}");
+    let digest = hex::encode(sha256(json.as_bytes()));
+    format!("hx_proof_{}", &digest[..24])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn matches_python_recipe() {
+        // python3 -c 'import json,hashlib; p="Release PROJ-ZEUS-9 today";
+        //   d={"schema":"helixor.decision_receipt.v1","pack_id":"custom.internal_code_guard.v1",
+        //   "pack_version":"1.0.0","action":"block_project_code","invariants_passed":False,
+        //   "rule_ids":["project_code"],"sha256_payload":hashlib.sha256(p.encode()).hexdigest()};
+        //   print("hx_proof_"+hashlib.sha256(json.dumps(d,sort_keys=True,separators=(",",":")).encode()).hexdigest()[:24])'
+        let got = receipt_hash(
+            "custom.internal_code_guard.v1",
+            "1.0.0",
+            "block_project_code",
+            false,
+            ["project_code"].into_iter(),
+            "Release PROJ-ZEUS-9 today",
+        );
+        assert_eq!(got, "hx_proof_11d7a1d30558198a38b9c520");
+    }
+}

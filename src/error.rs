@@ -1,0 +1,123 @@
+//! The error names and exit codes of SPEC §4.3, shared by every layer; it
+//! knows nothing of files, keys or payloads.
+
+use std::fmt;
+
+/// Every error name the tool and the runtime report (SPEC §4.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ErrorName {
+    /// YAML unreadable, root not a mapping, `pack_id` missing.
+    CompilerError,
+    /// A declaration cannot be read (a kind of `CompilerError`).
+    PlaybookParseError,
+    /// Rules, codons or hard rules the engine cannot execute.
+    UnsupportedPackDeclarationError,
+    /// No license at any place of the lookup order.
+    LicenseNotFoundError,
+    /// The license file is unreadable, too large, or lacks a field.
+    LicenseError,
+    /// Unknown issuer key or a signature that does not verify.
+    LicenseSignatureError,
+    /// Before `not_before`.
+    LicenseNotYetValidError,
+    /// At or after `not_after`.
+    LicenseExpiredError,
+    /// Pack id or solver not allowed by the license.
+    LicenseEntitlementError,
+    /// A pack file that is not a well-formed container.
+    PackFormatError,
+    /// Decryption failed.
+    PackUnsealError,
+    /// The plaintext does not match its header or is not a playbook.
+    PackIntegrityError,
+    /// A pack that is not loaded, or no pack at all.
+    PackNotFoundError,
+    /// An invalid `serve` configuration.
+    ConfigError,
+    /// Wrong command-line arguments.
+    UsageError,
+    /// A malformed evaluation request.
+    InvalidRequestError,
+    /// HTTP 401.
+    UnauthorizedError,
+    /// HTTP 404 for an unknown route.
+    NotFoundError,
+    /// HTTP 405.
+    MethodNotAllowedError,
+    /// HTTP 413.
+    PayloadTooLargeError,
+    /// HTTP 415.
+    UnsupportedMediaTypeError,
+    /// HTTP 503.
+    ServiceUnavailableError,
+    /// A file that cannot be read or written.
+    IoError,
+}
+
+impl ErrorName {
+    /// The name as printed, e.g. `LicenseExpiredError`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::CompilerError => "CompilerError",
+            Self::PlaybookParseError => "PlaybookParseError",
+            Self::UnsupportedPackDeclarationError => "UnsupportedPackDeclarationError",
+            Self::LicenseNotFoundError => "LicenseNotFoundError",
+            Self::LicenseError => "LicenseError",
+            Self::LicenseSignatureError => "LicenseSignatureError",
+            Self::LicenseNotYetValidError => "LicenseNotYetValidError",
+            Self::LicenseExpiredError => "LicenseExpiredError",
+            Self::LicenseEntitlementError => "LicenseEntitlementError",
+            Self::PackFormatError => "PackFormatError",
+            Self::PackUnsealError => "PackUnsealError",
+            Self::PackIntegrityError => "PackIntegrityError",
+            Self::PackNotFoundError => "PackNotFoundError",
+            Self::ConfigError => "ConfigError",
+            Self::UsageError => "UsageError",
+            Self::InvalidRequestError => "InvalidRequestError",
+            Self::UnauthorizedError => "UnauthorizedError",
+            Self::NotFoundError => "NotFoundError",
+            Self::MethodNotAllowedError => "MethodNotAllowedError",
+            Self::PayloadTooLargeError => "PayloadTooLargeError",
+            Self::UnsupportedMediaTypeError => "UnsupportedMediaTypeError",
+            Self::ServiceUnavailableError => "ServiceUnavailableError",
+            Self::IoError => "IoError",
+        }
+    }
+
+    /// The CLI exit code of SPEC §4.3.
+    pub fn exit_code(self) -> u8 {
+        match self {
+            Self::UsageError | Self::ConfigError => 2,
+            Self::CompilerError
+            | Self::PlaybookParseError
+            | Self::UnsupportedPackDeclarationError => 3,
+            Self::LicenseNotFoundError
+            | Self::LicenseError
+            | Self::LicenseSignatureError
+            | Self::LicenseNotYetValidError
+            | Self::LicenseExpiredError
+            | Self::LicenseEntitlementError => 4,
+            Self::PackFormatError
+            | Self::PackUnsealError
+            | Self::PackIntegrityError
+            | Self::PackNotFoundError => 5,
+            _ => 1,
+        }
+    }
+}
+
+impl fmt::Display for ErrorName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Errors that carry a SPEC §4.3 name: every layer's error type implements it.
+pub trait Named {
+    /// The SPEC name of this error.
+    fn name(&self) -> ErrorName;
+    /// Every problem of an `UnsupportedPackDeclarationError`; empty otherwise.
+    fn problems(&self) -> &[String] {
+        &[]
+    }
+}

@@ -1,0 +1,87 @@
+//! Helixor pack runtime: signed licenses, sealed policy packs, a
+//! deterministic evaluation engine and the `helixor-pack` tool.
+//!
+//! Layers, each depending only on those before it:
+//!
+//! - [`error`], [`canonical`], [`glob`], [`crypto`], [`container`]: names and
+//!   exit codes, canonical JSON, license globs, keys and AEAD, the `.hxpack` layout;
+//! - [`license`]: parsing, verification, the validity window, issuing;
+//! - [`playbook`], [`pattern`], [`builtins`], [`rules`], [`compiler`],
+//!   [`manifest`]: YAML playbooks, regexes, the example pack's declarations,
+//!   compile-time checks and the SDK manifest;
+//! - [`engine`]: evaluation of a payload to a decision;
+//! - [`pack`]: load-time checks that turn a file into an engine;
+//! - [`commands`]: the `helixor-pack` subcommands (the binary only parses flags).
+
+pub mod builtins;
+pub mod canonical;
+pub mod commands;
+pub mod compiler;
+pub mod container;
+pub mod crypto;
+pub mod engine;
+pub mod error;
+pub mod glob;
+pub mod license;
+pub mod manifest;
+pub mod pack;
+pub mod pattern;
+pub mod playbook;
+pub mod rules;
+
+pub use container::PackError;
+pub use engine::{Decision, Evaluator};
+pub use error::{ErrorName, Named};
+pub use license::{IssuerKeys, License, LicenseError};
+pub use pack::LoadedPack;
+pub use playbook::PlaybookError;
+
+/// Any error the tool or the runtime reports, by layer.
+#[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
+pub enum Error {
+    /// A license problem.
+    #[error(transparent)]
+    License(#[from] LicenseError),
+    /// A pack container or load problem.
+    #[error(transparent)]
+    Pack(#[from] PackError),
+    /// A playbook or declaration problem.
+    #[error(transparent)]
+    Playbook(#[from] PlaybookError),
+    /// An invalid serve configuration.
+    #[error("{0}")]
+    Config(String),
+    /// Wrong command-line arguments.
+    #[error("{0}")]
+    Usage(String),
+    /// A malformed evaluation request or input line.
+    #[error("{0}")]
+    InvalidRequest(String),
+    /// A file with no kind of its own that cannot be read or written.
+    #[error("{0}")]
+    Io(String),
+}
+
+impl Named for Error {
+    fn name(&self) -> ErrorName {
+        match self {
+            Self::License(e) => e.name(),
+            Self::Pack(e) => e.name(),
+            Self::Playbook(e) => e.name(),
+            Self::Config(_) => ErrorName::ConfigError,
+            Self::Usage(_) => ErrorName::UsageError,
+            Self::InvalidRequest(_) => ErrorName::InvalidRequestError,
+            Self::Io(_) => ErrorName::IoError,
+        }
+    }
+
+    fn problems(&self) -> &[String] {
+        match self {
+            Self::Playbook(e) => e.problems(),
+            _ => &[],
+        }
+    }
+}
+
+/// The runtime's version (`helixor_build_info`, `/v1/status`).
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -1,0 +1,387 @@
+//! `helixor-pack`: parses flags and dispatches to `helixor::commands`.
+
+use clap::{ArgMatches, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
+use helixor::commands::{self, LicenseArgs, ManifestSource, RunArgs, RunInput};
+use helixor::license::{self, IssueRequest};
+use helixor::{Error, Named};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum ErrorFormat {
+    Text,
+    Json,
+}
+
+/// Helixor pack runtime: compile, inspect and run sealed policy packs, and serve them over HTTP.
+#[derive(Debug, Parser)]
+#[command(name = "helixor-pack", version, about, propagate_version = true)]
+struct Cli {
+    /// How errors are written to stderr.
+    #[arg(long, global = true, value_enum, default_value = "text")]
+    error_format: ErrorFormat,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, clap::Args, Clone, Default)]
+struct LicenseFlags {
+    /// License file (else $HELIXOR_LICENSE_FILE, ./helixor.hxlic, ~/.helixor/helixor.hxlic, ~/.helixor/helixor.lic).
+    #[arg(long, value_name = "PATH")]
+    license: Option<PathBuf>,
+    /// Trusted issuer public keys: a JSON file or a directory of <key_id>.pub files (else $HELIXOR_ISSUER_KEYS, ~/.helixor/issuer-keys/).
+    #[arg(long, value_name = "PATH")]
+    issuer_keys: Option<PathBuf>,
+}
+
+impl From<&LicenseFlags> for LicenseArgs {
+    fn from(f: &LicenseFlags) -> Self {
+        LicenseArgs {
+            license: f.license.clone(),
+            issuer_keys: f.issuer_keys.clone(),
+        }
+    }
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Check a YAML playbook and seal it into a .hxpack for a license.
+    Compile {
+        /// The YAML playbook.
+        #[arg(long, value_name = "FILE")]
+        playbook: PathBuf,
+        #[command(flatten)]
+        license: LicenseFlags,
+        /// Where to write the pack.
+        #[arg(long, value_name = "FILE")]
+        out: PathBuf,
+        /// Print one JSON object instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Load packs and evaluate a payload (or JSON lines) to decisions.
+    Run {
+        /// A pack to load (repeatable).
+        #[arg(long = "pack", value_name = "FILE", required = true)]
+        packs: Vec<PathBuf>,
+        #[command(flatten)]
+        license: LicenseFlags,
+        /// Which loaded pack evaluates (needed when several are loaded).
+        #[arg(long, value_name = "ID")]
+        pack_id: Option<String>,
+        /// The payload, taken as given.
+        #[arg(long, value_name = "TEXT", conflicts_with = "input")]
+        text: Option<String>,
+        /// Read the payload from a file (one trailing newline is dropped).
+        #[arg(long, value_name = "FILE")]
+        input: Option<PathBuf>,
+        /// Read one JSON string or {"text": ...} per line; write one decision per line.
+        #[arg(long, conflicts_with = "text")]
+        jsonl: bool,
+    },
+    /// Show a pack's header; with --license, load it and summarise its rules.
+    Inspect {
+        /// The .hxpack file.
+        pack: PathBuf,
+        #[command(flatten)]
+        license: LicenseFlags,
+        /// Print one JSON object instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show a license's fields and whether its signature verifies (never the content key).
+    InspectLicense {
+        #[command(flatten)]
+        license: LicenseFlags,
+        /// Print one JSON object instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Write embedded-pack-manifest.json for playbooks and/or packs.
+    Manifest {
+        /// A YAML playbook (repeatable).
+        #[arg(long, value_name = "FILE")]
+        playbook: Vec<PathBuf>,
+        /// A sealed pack, opened with the license (repeatable).
+        #[arg(long, value_name = "FILE")]
+        pack: Vec<PathBuf>,
+        #[command(flatten)]
+        license: LicenseFlags,
+        /// Write to this file instead of stdout.
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
+    },
+    /// Issuer keys and licenses for self-hosted deployments, tests and the demo.
+    License {
+        #[command(subcommand)]
+        command: LicenseCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum LicenseCommand {
+    /// Generate an issuer key pair: DIR/ID.key (secret, mode 0600) and DIR/ID.pub.
+    Keygen {
+        /// The key id.
+        #[arg(long, value_name = "ID")]
+        key_id: String,
+        /// The directory to write to.
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+    },
+    /// Sign a license with a fresh random content key.
+    Issue {
+        /// The issuer's secret key file (ID.key).
+        #[arg(long, value_name = "KEYFILE")]
+        issuer_key: PathBuf,
+        /// license_id.
+        #[arg(long, value_name = "ID")]
+        license_id: String,
+        /// licensee.
+        #[arg(long, value_name = "NAME")]
+        licensee: String,
+        /// tier.
+        #[arg(long, value_name = "T", default_value = "DEVELOPER")]
+        tier: String,
+        /// Pack id globs (repeatable, or comma-separated).
+        #[arg(long, value_name = "GLOB")]
+        packs: Vec<String>,
+        /// Solver globs (repeatable, or comma-separated).
+        #[arg(long, value_name = "GLOB")]
+        solvers: Vec<String>,
+        /// Features (repeatable, or comma-separated).
+        #[arg(long, value_name = "F")]
+        features: Vec<String>,
+        /// Start of validity (RFC 3339; default now).
+        #[arg(long, value_name = "TIME")]
+        not_before: Option<String>,
+        /// Days of validity from not_before (default 365).
+        #[arg(long, value_name = "N", conflicts_with = "not_after")]
+        days: Option<u32>,
+        /// End of validity (RFC 3339).
+        #[arg(long, value_name = "TIME")]
+        not_after: Option<String>,
+        /// Where to write the license.
+        #[arg(long, value_name = "FILE")]
+        out: PathBuf,
+    },
+}
+
+fn split_list(items: &[String]) -> Vec<String> {
+    items
+        .iter()
+        .flat_map(|s| s.split(','))
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(String::from)
+        .collect()
+}
+
+fn parse_time_flag(flag: &str, value: &str) -> Result<time::OffsetDateTime, Error> {
+    license::parse_time(value)
+        .ok_or_else(|| Error::Usage(format!("{flag} `{value}` is not an RFC 3339 time")))
+}
+
+/// Restores the command-line order of interleaved `--playbook` and `--pack`.
+fn manifest_sources(
+    m: &ArgMatches,
+    playbooks: &[PathBuf],
+    packs: &[PathBuf],
+) -> Vec<ManifestSource> {
+    let mut tagged: Vec<(usize, ManifestSource)> = Vec::new();
+    let idx = |id: &str| {
+        m.indices_of(id)
+            .map(|i| i.collect::<Vec<_>>())
+            .unwrap_or_default()
+    };
+    for (i, p) in idx("playbook").into_iter().zip(playbooks) {
+        tagged.push((i, ManifestSource::Playbook(p.clone())));
+    }
+    for (i, p) in idx("pack").into_iter().zip(packs) {
+        tagged.push((i, ManifestSource::Pack(p.clone())));
+    }
+    tagged.sort_by_key(|(i, _)| *i);
+    tagged.into_iter().map(|(_, s)| s).collect()
+}
+
+fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, Error> {
+    let mut out = std::io::stdout().lock();
+    let mut err = std::io::stderr();
+    match cli.command {
+        Command::Compile {
+            playbook,
+            license,
+            out: out_path,
+            json,
+        } => {
+            commands::compile(
+                &playbook,
+                &(&license).into(),
+                &out_path,
+                json,
+                &mut out,
+                &mut err,
+            )?;
+            Ok(0)
+        }
+        Command::Run {
+            packs,
+            license,
+            pack_id,
+            text,
+            input,
+            jsonl,
+        } => {
+            let input = match (text, input) {
+                (Some(t), _) => RunInput::Text(t),
+                (None, Some(f)) => RunInput::File(f),
+                (None, None) => RunInput::Stdin,
+            };
+            let args = RunArgs {
+                packs,
+                license: (&license).into(),
+                pack_id,
+                input,
+                jsonl,
+            };
+            commands::run(&args, &mut std::io::stdin().lock(), &mut out)
+        }
+        Command::Inspect {
+            pack,
+            license,
+            json,
+        } => {
+            let lic: Option<LicenseArgs> = license.license.is_some().then(|| (&license).into());
+            commands::inspect(&pack, lic.as_ref(), json, &mut out)?;
+            Ok(0)
+        }
+        Command::InspectLicense { license, json } => {
+            commands::inspect_license(&(&license).into(), json, &mut out)
+        }
+        Command::Manifest {
+            playbook,
+            pack,
+            license,
+            out: out_file,
+        } => {
+            let sub = matches
+                .subcommand_matches("manifest")
+                .cloned()
+                .unwrap_or_default();
+            let sources = manifest_sources(&sub, &playbook, &pack);
+            commands::manifest(&sources, &(&license).into(), out_file.as_deref(), &mut out)?;
+            Ok(0)
+        }
+        Command::License {
+            command: LicenseCommand::Keygen { key_id, out: dir },
+        } => {
+            let kg = license::keygen(&key_id, &dir)?;
+            use std::io::Write;
+            let _ = writeln!(
+                out,
+                "wrote {} (secret, keep it offline) and {} (public key {})",
+                kg.secret_path.display(),
+                kg.public_path.display(),
+                kg.public_key
+            );
+            Ok(0)
+        }
+        Command::License {
+            command:
+                LicenseCommand::Issue {
+                    issuer_key,
+                    license_id,
+                    licensee,
+                    tier,
+                    packs,
+                    solvers,
+                    features,
+                    not_before,
+                    days,
+                    not_after,
+                    out: out_path,
+                },
+        } => {
+            let now = time::OffsetDateTime::now_utc()
+                .replace_nanosecond(0)
+                .unwrap_or(time::OffsetDateTime::now_utc());
+            let not_before = match not_before {
+                Some(t) => parse_time_flag("--not-before", &t)?,
+                None => now,
+            };
+            let not_after = match not_after {
+                Some(t) => parse_time_flag("--not-after", &t)?,
+                None => not_before + time::Duration::days(i64::from(days.unwrap_or(365))),
+            };
+            let req = IssueRequest {
+                issuer_key,
+                license_id: license_id.clone(),
+                licensee,
+                tier,
+                packs: split_list(&packs),
+                solvers: split_list(&solvers),
+                features: split_list(&features),
+                not_before,
+                not_after,
+                issued_at: now,
+                out: out_path.clone(),
+            };
+            license::issue_license(&req)?;
+            use std::io::Write;
+            let _ = writeln!(
+                out,
+                "wrote license {license_id} to {} (valid {} to {})",
+                out_path.display(),
+                license::format_time(not_before),
+                license::format_time(not_after)
+            );
+            Ok(0)
+        }
+    }
+}
+
+fn wants_json_errors() -> bool {
+    let args: Vec<String> = std::env::args().collect();
+    args.iter().any(|a| a == "--error-format=json")
+        || args
+            .windows(2)
+            .any(|w| w[0] == "--error-format" && w[1] == "json")
+}
+
+fn main() -> ExitCode {
+    let matches = match Cli::command().try_get_matches() {
+        Ok(m) => m,
+        Err(e) => {
+            use clap::error::ErrorKind;
+            if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+                let _ = e.print();
+                return ExitCode::SUCCESS;
+            }
+            let msg = e.render().to_string();
+            let msg = msg.trim().trim_start_matches("error: ").to_string();
+            eprintln!(
+                "{}",
+                commands::render_error(&Error::Usage(msg), wants_json_errors())
+            );
+            return ExitCode::from(2);
+        }
+    };
+    let cli = match Cli::from_arg_matches(&matches) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!(
+                "{}",
+                commands::render_error(&Error::Usage(e.to_string()), wants_json_errors())
+            );
+            return ExitCode::from(2);
+        }
+    };
+    let json = cli.error_format == ErrorFormat::Json;
+    match dispatch(cli, &matches) {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            eprintln!("{}", commands::render_error(&e, json));
+            ExitCode::from(e.name().exit_code())
+        }
+    }
+}

@@ -1,0 +1,123 @@
+//! Loading a sealed pack (SPEC §5, steps 2–7 after the license of step 1):
+//! all checks in order, then the engine is built. Nothing partial is ever
+//! returned, and the plaintext never leaves memory.
+
+use crate::container::{read_pack_file, PackError, SealedPack};
+use crate::engine::Evaluator;
+use crate::license::License;
+use crate::playbook::{self, PlaybookError};
+use crate::rules::{check_declarations, CustomRule};
+use crate::Error;
+use serde_json::{Map, Value};
+use std::path::Path;
+
+/// A custom rule as `inspect` shows it: never its pattern.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct RuleSummary {
+    /// Rule id.
+    pub id: String,
+    /// `regex` or `luhn_checksum`.
+    #[serde(rename = "type")]
+    pub rule_type: &'static str,
+    /// `block` or `redact`.
+    pub action: &'static str,
+}
+
+/// A pack that passed every load-time check, with its engine.
+#[derive(Debug)]
+pub struct LoadedPack {
+    /// The pack id (header and plaintext agree).
+    pub pack_id: String,
+    /// `version` as text (empty if absent).
+    pub version: String,
+    /// `name`, if a string.
+    pub name: Option<String>,
+    /// Hex SHA-256 of the plaintext (the header digest).
+    pub sha256: String,
+    /// Size of the pack file.
+    pub bytes: usize,
+    /// Where it came from (for messages).
+    pub source: String,
+    /// The compiled playbook. Holds patterns: never serialise it to clients.
+    pub doc: Map<String, Value>,
+    /// The custom rules, without patterns.
+    pub rules: Vec<RuleSummary>,
+    /// Declared solver names.
+    pub solvers: Vec<String>,
+    /// The compiled engine.
+    pub evaluator: Evaluator,
+}
+
+/// Reads and loads the pack at `path` for `license` (already verified).
+pub fn load_pack_file(path: &Path, license: &License) -> Result<LoadedPack, Error> {
+    let bytes = read_pack_file(path)?;
+    load_pack(&bytes, &path.display().to_string(), license)
+}
+
+/// Loads pack bytes for `license` (already verified and in its window):
+/// SPEC §5 steps 2 to 7.
+pub fn load_pack(bytes: &[u8], name: &str, license: &License) -> Result<LoadedPack, Error> {
+    let sealed = SealedPack::parse(bytes, name)?;
+    license.check_pack(sealed.pack_id)?;
+    let plain = sealed.open(&license.content_key().pack_key(), &license.license_id, name)?;
+    let integrity = |detail: String| PackError::Integrity(format!("{name}: {detail}"));
+    let doc = match serde_json::from_slice::<Value>(&plain) {
+        Ok(Value::Object(m)) => m,
+        Ok(_) => {
+            return Err(integrity("the decrypted plaintext is not a playbook object".into()).into())
+        }
+        Err(_) => return Err(integrity("the decrypted plaintext is not JSON".into()).into()),
+    };
+    playbook::check_types(&doc, name).map_err(|e| PackError::Integrity(e.to_string()))?;
+    match doc.get("pack_id") {
+        Some(Value::String(id)) if id == sealed.pack_id => {}
+        _ => {
+            return Err(integrity(format!(
+                "the playbook's pack_id differs from the header's `{}`",
+                sealed.pack_id
+            ))
+            .into())
+        }
+    }
+    let solvers =
+        playbook::solver_names(&doc, name).map_err(|e| PackError::Integrity(e.to_string()))?;
+    license.check_solvers(&solvers)?;
+    let rules = check_declarations(&doc, name)?;
+    let version = playbook::pack_version(&doc);
+    let evaluator = Evaluator::new(sealed.pack_id, &version, &rules).map_err(|e| {
+        PlaybookError::Unsupported {
+            summary: format!("{name}: {e}"),
+            problems: vec![e],
+        }
+    })?;
+    Ok(LoadedPack {
+        pack_id: sealed.pack_id.to_string(),
+        name: playbook::str_field(&doc, "name").map(str::to_string),
+        version,
+        sha256: hex::encode(sealed.sha256),
+        bytes: bytes.len(),
+        source: name.to_string(),
+        rules: rules.iter().map(summarise).collect(),
+        solvers,
+        doc,
+        evaluator,
+    })
+}
+
+impl LoadedPack {
+    /// The custom rules' action names (`block_<id>`, `redact_<id>`), in file order.
+    pub fn rule_actions(&self) -> Vec<String> {
+        self.rules
+            .iter()
+            .map(|r| format!("{}_{}", r.action, r.id))
+            .collect()
+    }
+}
+
+fn summarise(r: &CustomRule) -> RuleSummary {
+    RuleSummary {
+        id: r.id.clone(),
+        rule_type: r.rule_type.as_str(),
+        action: r.action.as_str(),
+    }
+}

@@ -1,0 +1,243 @@
+//! Regular expressions of rules and codons (SPEC §4.2, §6.1): validation
+//! with clear reasons, a size limit, `\d` narrowed to ASCII, and the
+//! word-boundary-free "filter" form the engine scans with. Never includes a
+//! pattern's text in an error message.
+
+use regex::{Regex, RegexBuilder};
+use regex_syntax::ast::{self, Ast, ClassSet, ClassSetItem};
+
+/// Compiled-program size limit of one pattern: a pathological pattern is a
+/// compile error, not a runaway service.
+pub const PATTERN_SIZE_LIMIT: usize = 1 << 20;
+/// Lazy-DFA cache limit of one pattern.
+pub const PATTERN_DFA_LIMIT: usize = 2 << 20;
+/// Nesting limit of the parser (deep nesting is a stack risk).
+pub const NEST_LIMIT: u32 = 64;
+/// Longest pattern text accepted.
+pub const MAX_PATTERN_LEN: usize = 8 * 1024;
+
+/// A rule flag of SPEC §4.1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flag {
+    /// `IGNORECASE` → `(?i)`.
+    IgnoreCase,
+    /// `MULTILINE` → `(?m)`.
+    Multiline,
+    /// `DOTALL` → `(?s)`.
+    DotAll,
+}
+
+impl Flag {
+    /// Parses a flag name as written in a playbook.
+    pub fn parse(name: &str) -> Option<Self> {
+        match name {
+            "IGNORECASE" => Some(Self::IgnoreCase),
+            "MULTILINE" => Some(Self::Multiline),
+            "DOTALL" => Some(Self::DotAll),
+            _ => None,
+        }
+    }
+
+    fn inline(self) -> char {
+        match self {
+            Self::IgnoreCase => 'i',
+            Self::Multiline => 'm',
+            Self::DotAll => 's',
+        }
+    }
+}
+
+/// A validated pattern, ready for the engine.
+#[derive(Debug, Clone)]
+pub struct CompiledPattern {
+    /// The exact regex: Unicode `\b`, `\w`, `\s`; ASCII `\d`.
+    pub exact: Regex,
+    /// The same pattern with every word-boundary assertion removed. It matches
+    /// wherever the exact one does (assertions only restrict), and Rust's fast
+    /// DFA engines run it on any text, where Unicode `\b` makes them give up
+    /// on non-ASCII input.
+    pub filter: String,
+}
+
+/// Validates and compiles `pattern` with `flags`; the error is a reason for
+/// people that never quotes the pattern.
+pub fn compile(pattern: &str, flags: &[Flag]) -> Result<CompiledPattern, String> {
+    if pattern.len() > MAX_PATTERN_LEN {
+        return Err(format!("is longer than {MAX_PATTERN_LEN} bytes"));
+    }
+    let mut full = String::with_capacity(pattern.len() + 6);
+    if !flags.is_empty() {
+        full.push_str("(?");
+        for f in flags {
+            full.push(f.inline());
+        }
+        full.push(')');
+    }
+    full.push_str(pattern);
+
+    // Full syntax check first (AST and HIR), for the error's kind only.
+    if let Err(e) = regex_syntax::ParserBuilder::new()
+        .nest_limit(NEST_LIMIT)
+        .build()
+        .parse(&full)
+    {
+        let why = match e {
+            regex_syntax::Error::Parse(e) => e.kind().to_string(),
+            regex_syntax::Error::Translate(e) => e.kind().to_string(),
+            _ => "unsupported syntax".to_string(),
+        };
+        return Err(format!("is not a valid regular expression: {why}"));
+    }
+    let mut tree = ast::parse::ParserBuilder::new()
+        .nest_limit(NEST_LIMIT)
+        .build()
+        .parse(&full)
+        .map_err(|e| format!("is not a valid regular expression: {}", e.kind()))?;
+    ascii_digits(&mut tree);
+    let exact_src = print(&tree);
+    strip_word_boundaries(&mut tree);
+    let filter = print(&tree);
+
+    let exact = build(&exact_src)?;
+    if exact.find("").is_some() {
+        return Err("matches the empty string".to_string());
+    }
+    Ok(CompiledPattern { exact, filter })
+}
+
+fn build(src: &str) -> Result<Regex, String> {
+    RegexBuilder::new(src)
+        .size_limit(PATTERN_SIZE_LIMIT)
+        .dfa_size_limit(PATTERN_DFA_LIMIT)
+        .nest_limit(NEST_LIMIT)
+        .build()
+        .map_err(|e| match e {
+            regex::Error::CompiledTooBig(limit) => {
+                format!("exceeds the compiled size limit of {limit} bytes")
+            }
+            _ => "is not a valid regular expression".to_string(),
+        })
+}
+
+fn print(tree: &Ast) -> String {
+    let mut s = String::new();
+    // Printing into a String cannot fail.
+    let _ = ast::print::Printer::new().print(tree, &mut s);
+    s
+}
+
+fn ascii_digit_item(negated: bool, span: ast::Span) -> ClassSetItem {
+    ClassSetItem::Ascii(ast::ClassAscii {
+        span,
+        kind: ast::ClassAsciiKind::Digit,
+        negated,
+    })
+}
+
+/// Rewrites every `\d`/`\D` to `[[:digit:]]`/`[[:^digit:]]` (SPEC §6.1: `\d` is ASCII).
+fn ascii_digits(tree: &mut Ast) {
+    match tree {
+        Ast::ClassPerl(p) if p.kind == ast::ClassPerlKind::Digit => {
+            let item = ascii_digit_item(p.negated, p.span);
+            *tree = Ast::class_bracketed(ast::ClassBracketed {
+                span: p.span,
+                negated: false,
+                kind: ClassSet::Item(item),
+            });
+        }
+        Ast::ClassBracketed(b) => class_set_digits(&mut b.kind),
+        Ast::Repetition(r) => ascii_digits(&mut r.ast),
+        Ast::Group(g) => ascii_digits(&mut g.ast),
+        Ast::Alternation(a) => a.asts.iter_mut().for_each(ascii_digits),
+        Ast::Concat(c) => c.asts.iter_mut().for_each(ascii_digits),
+        _ => {}
+    }
+}
+
+fn class_set_digits(set: &mut ClassSet) {
+    match set {
+        ClassSet::Item(item) => class_item_digits(item),
+        ClassSet::BinaryOp(op) => {
+            class_set_digits(&mut op.lhs);
+            class_set_digits(&mut op.rhs);
+        }
+    }
+}
+
+fn class_item_digits(item: &mut ClassSetItem) {
+    match item {
+        ClassSetItem::Perl(p) if p.kind == ast::ClassPerlKind::Digit => {
+            *item = ascii_digit_item(p.negated, p.span);
+        }
+        ClassSetItem::Bracketed(b) => class_set_digits(&mut b.kind),
+        ClassSetItem::Union(u) => u.items.iter_mut().for_each(class_item_digits),
+        _ => {}
+    }
+}
+
+/// Replaces every word-boundary assertion by the empty regex.
+fn strip_word_boundaries(tree: &mut Ast) {
+    match tree {
+        Ast::Assertion(a) => {
+            use ast::AssertionKind as K;
+            let word = !matches!(
+                a.kind,
+                K::StartLine | K::EndLine | K::StartText | K::EndText
+            );
+            if word {
+                *tree = Ast::empty(a.span);
+            }
+        }
+        Ast::Repetition(r) => strip_word_boundaries(&mut r.ast),
+        Ast::Group(g) => strip_word_boundaries(&mut g.ast),
+        Ast::Alternation(a) => a.asts.iter_mut().for_each(strip_word_boundaries),
+        Ast::Concat(c) => c.asts.iter_mut().for_each(strip_word_boundaries),
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn digits_are_ascii_and_boundaries_unicode() {
+        let p = compile(r"\b\d{3}\b", &[]).unwrap();
+        assert!(p.exact.is_match("a 123 b"));
+        assert!(!p.exact.is_match("١٢٣")); // Arabic-Indic digits are not \d here
+        assert!(
+            !p.exact.is_match("é123"),
+            "é is a word character for Unicode \\b"
+        );
+        assert_eq!(p.filter, "[[:digit:]]{3}");
+        let q = compile(r"[\d-]+x[^\D]", &[]).unwrap();
+        assert!(q.exact.is_match("1-2x3"));
+        assert!(!q.exact.is_match("١x٢"));
+    }
+
+    #[test]
+    fn flags_map_to_inline_flags() {
+        let p = compile("abc", &[Flag::IgnoreCase]).unwrap();
+        assert!(p.exact.is_match("xABCx"));
+        let p = compile("^b", &[Flag::Multiline]).unwrap();
+        assert!(p.exact.is_match("a\nb"));
+        let p = compile("a.b", &[Flag::DotAll]).unwrap();
+        assert!(p.exact.is_match("a\nb"));
+    }
+
+    #[test]
+    fn reasons_never_quote_the_pattern() {
+        let e = compile(r"secret(?=value)", &[]).unwrap_err();
+        assert!(e.contains("look-around"), "{e}");
+        assert!(!e.contains("secret"));
+        let e = compile(r"(a", &[]).unwrap_err();
+        assert!(e.starts_with("is not a valid regular expression"), "{e}");
+        let e = compile(r"\w{1000}{1000}", &[]).unwrap_err();
+        assert!(e.contains("size limit"), "{e}");
+        assert_eq!(compile("a*", &[]).unwrap_err(), "matches the empty string");
+        assert!(
+            compile(r"\b", &[]).is_ok(),
+            "empty only in context is legal"
+        );
+    }
+}
