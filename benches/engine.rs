@@ -1,2 +1,81 @@
-//! Engine benchmarks (placeholder until the criterion suite lands).
-fn main() {}
+//! Engine benchmarks (issue 2): the example pack plus ten custom rules on
+//! clean ASCII, mixed-script, PII-dense and 64 KiB payloads. Run with
+//! `cargo bench --bench engine`; results and ratios go to BENCHMARKS.md.
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
+use helixor::playbook::parse_document;
+use helixor::rules::check_declarations;
+use helixor::Evaluator;
+
+const PLAYBOOK: &str = r#"
+pack_id: bench.ten_rules.v1
+version: 1.0.0
+rules:
+  - {id: project_code, type: regex, pattern: '\bPROJ-[A-Z]+-\d+[A-Z]?\b', action: block}
+  - {id: ticket_id, type: regex, pattern: '\bTCK-\d{6}\b', action: redact}
+  - {id: cost_code, type: regex, pattern: '\bCC-\d{4}\b', action: block}
+  - {id: supplier_ref, type: regex, pattern: '\bSUP-[A-Z]{3}-\d{3}\b', action: block}
+  - {id: account_no, type: regex, pattern: '\bACCT-\d{8}\b', action: redact}
+  - {id: codename, type: regex, pattern: '\b(?:bluebird|nightjar|kestrel)\b', action: block, flags: [IGNORECASE]}
+  - {id: invoice, type: regex, pattern: '\bINV-\d{5,9}\b', action: redact}
+  - {id: employee_id, type: regex, pattern: '\bEMP\d{6}\b', action: redact}
+  - {id: aws_key, type: regex, pattern: '\bAKIA[0-9A-Z]{16}\b', action: block}
+  - {id: gift_card, type: luhn_checksum, pattern: '\b\d{4}-\d{4}-\d{4}\b', action: redact}
+"#;
+
+const ENGLISH: &str = "The quarterly planning meeting moved to the large room on the third floor. \
+Please bring the draft roadmap, the notes from last week and any questions about the hiring plan. \
+We will review customer feedback, agree on priorities for the next release and assign owners. ";
+
+const MIXED: &str =
+    "Die Überprüfung der Verträge läuft; café crème für alle. 会議は午後三時に始まります。 \
+Señor Núñez enviará el informe mañana. 我们下周讨论预算和招聘计划。 Ещё раз спасибо за помощь. \
+Réunion à neuf heures, ordre du jour ci-joint. ";
+
+const PII: &str =
+    "SSN 123-45-6789, card 4111 1111 1111 1111, MRN: 12345678, mail jane.doe@example.com, \
+call (212) 555-0199 or 415.555.0123, host 192.168.10.20, ticket TCK-004211, acct ACCT-12345678. ";
+
+fn fill(unit: &str, bytes: usize) -> String {
+    let mut s = String::with_capacity(bytes + unit.len());
+    while s.len() < bytes {
+        s.push_str(unit);
+    }
+    let mut end = bytes;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    s.truncate(end);
+    s
+}
+
+fn evaluator() -> Evaluator {
+    let doc = parse_document(PLAYBOOK.as_bytes(), "bench").unwrap().doc;
+    let rules = check_declarations(&doc, "bench").unwrap();
+    Evaluator::new("bench.ten_rules.v1", "1.0.0", &rules).unwrap()
+}
+
+fn bench(c: &mut Criterion) {
+    let e = evaluator();
+    let cases = [
+        ("clean_ascii_1k", fill(ENGLISH, 1024)),
+        ("mixed_script_1k", fill(MIXED, 1024)),
+        ("pii_dense_1k", fill(PII, 1024)),
+        ("clean_ascii_64k", fill(ENGLISH, 64 * 1024)),
+    ];
+    // Sanity: the clean payloads really are clean, the dense one is not.
+    assert_eq!(e.evaluate(&cases[0].1).action, "permit_clean_payload");
+    assert_eq!(e.evaluate(&cases[1].1).action, "permit_clean_payload");
+    assert_eq!(e.evaluate(&cases[3].1).action, "permit_clean_payload");
+    assert_ne!(e.evaluate(&cases[2].1).action, "permit_clean_payload");
+    let mut g = c.benchmark_group("evaluate");
+    for (name, text) in &cases {
+        g.throughput(Throughput::Bytes(text.len() as u64));
+        g.bench_function(*name, |b| b.iter(|| e.evaluate(black_box(text))));
+    }
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

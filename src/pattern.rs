@@ -57,6 +57,13 @@ pub struct CompiledPattern {
     /// DFA engines run it on any text, where Unicode `\b` makes them give up
     /// on non-ASCII input.
     pub filter: String,
+    /// The filter compiled on its own; `None` when it is the exact pattern
+    /// (no word boundary was removed).
+    pub filter_regex: Option<Regex>,
+    /// Bytes of which every match contains at least one (`None` when no
+    /// such set exists): a payload holding none of them cannot match, and
+    /// is settled without running the regex at all.
+    pub required: Option<Vec<u8>>,
 }
 
 /// Validates and compiles `pattern` with `flags`; the error is a reason for
@@ -102,7 +109,112 @@ pub fn compile(pattern: &str, flags: &[Flag]) -> Result<CompiledPattern, String>
     if exact.find("").is_some() {
         return Err("matches the empty string".to_string());
     }
-    Ok(CompiledPattern { exact, filter })
+    let filter_regex = if filter == exact_src {
+        None
+    } else {
+        build(&filter).ok()
+    };
+    let required = regex_syntax::ParserBuilder::new()
+        .nest_limit(NEST_LIMIT)
+        .build()
+        .parse(&filter)
+        .ok()
+        .and_then(|hir| required_bytes(&hir))
+        .map(|set| (0..=255u8).filter(|b| set[usize::from(*b)]).collect());
+    Ok(CompiledPattern {
+        exact,
+        filter,
+        filter_regex,
+        required,
+    })
+}
+
+type ByteSet = [bool; 256];
+
+/// A rough frequency rank of a byte in prompts (higher is more common), used
+/// only to choose which required bytes to look for.
+fn byte_rank(b: u8) -> u32 {
+    match b {
+        b' ' => 255,
+        b'e' | b't' | b'a' | b'o' | b'i' | b'n' => 240,
+        b's' | b'h' | b'r' | b'd' | b'l' | b'u' | b'c' | b'm' => 215,
+        b'w' | b'f' | b'g' | b'y' | b'p' | b'b' => 190,
+        b'v' | b'k' => 160,
+        b'j' | b'x' | b'q' | b'z' => 110,
+        b'.' | b',' => 150,
+        b'\n' => 140,
+        0x80..=0xff => 120,
+        b'T' | b'A' | b'I' | b'S' => 130,
+        b'J' | b'Q' | b'X' | b'Z' => 70,
+        b'A'..=b'Z' => 100,
+        b'-' | b'\'' | b'"' => 105,
+        b'0'..=b'9' => 90,
+        b':' | b';' | b'?' | b'!' | b'(' | b')' => 85,
+        b'/' => 70,
+        0..=0x1f | 0x7f => 5,
+        _ => 40,
+    }
+}
+
+/// How likely a payload holds some byte of `set`: ranks are roughly
+/// logarithmic, so a set of a few rare bytes beats one common byte.
+fn set_cost(set: &ByteSet) -> u64 {
+    (0..=255u8)
+        .filter(|b| set[usize::from(*b)])
+        .map(|b| 1u64 << (byte_rank(b) / 16))
+        .sum()
+}
+
+/// A set of bytes of which every match of `hir` contains at least one, chosen
+/// to be rare in ordinary text; `None` when a match may hold no fixed byte.
+fn required_bytes(hir: &regex_syntax::hir::Hir) -> Option<ByteSet> {
+    use regex_syntax::hir::{Class, HirKind};
+    match hir.kind() {
+        HirKind::Empty | HirKind::Look(_) => None,
+        HirKind::Literal(lit) => {
+            let rarest = lit.0.iter().copied().min_by_key(|b| byte_rank(*b))?;
+            let mut set = [false; 256];
+            set[usize::from(rarest)] = true;
+            Some(set)
+        }
+        HirKind::Class(Class::Bytes(c)) => {
+            let mut set = [false; 256];
+            for r in c.ranges() {
+                for b in r.start()..=r.end() {
+                    set[usize::from(b)] = true;
+                }
+            }
+            Some(set)
+        }
+        HirKind::Class(Class::Unicode(c)) => {
+            // UTF-8 preserves order, so the leading bytes of a code-point
+            // range are the range between its ends' leading bytes.
+            let mut set = [false; 256];
+            for r in c.ranges() {
+                let mut buf = [0u8; 4];
+                let lo = r.start().encode_utf8(&mut buf).as_bytes()[0];
+                let hi = r.end().encode_utf8(&mut buf).as_bytes()[0];
+                for b in lo..=hi {
+                    set[usize::from(b)] = true;
+                }
+            }
+            Some(set)
+        }
+        HirKind::Repetition(rep) if rep.min > 0 => required_bytes(&rep.sub),
+        HirKind::Repetition(_) => None,
+        HirKind::Capture(cap) => required_bytes(&cap.sub),
+        HirKind::Concat(parts) => parts.iter().filter_map(required_bytes).min_by_key(set_cost),
+        HirKind::Alternation(alts) => {
+            let mut union = [false; 256];
+            for alt in alts {
+                let set = required_bytes(alt)?;
+                for (u, s) in union.iter_mut().zip(set) {
+                    *u |= s;
+                }
+            }
+            Some(union)
+        }
+    }
 }
 
 fn build(src: &str) -> Result<Regex, String> {
@@ -213,6 +325,23 @@ mod tests {
         let q = compile(r"[\d-]+x[^\D]", &[]).unwrap();
         assert!(q.exact.is_match("1-2x3"));
         assert!(!q.exact.is_match("١x٢"));
+    }
+
+    #[test]
+    fn required_bytes_are_rare_and_sound() {
+        let req = |p: &str| compile(p, &[]).unwrap().required;
+        let two_to_nine: Vec<u8> = (b'2'..=b'9').collect();
+        assert_eq!(req(r"\b\d{3}-\d{2}-\d{4}\b"), Some(vec![b'-']));
+        assert_eq!(req(r"[a-z]+@[a-z]+"), Some(vec![b'@']));
+        assert_eq!(
+            req(r"(?:\+?1[-.\s]?)?[2-9]\d{2}[-.\s]?\d{4}"),
+            Some(two_to_nine)
+        );
+        assert_eq!(req(r"\bx?y+|z"), Some(vec![b'y', b'z']));
+        assert_eq!(req(r"a|\b"), None);
+        let alt = req(r"(?i)jab|kay").unwrap();
+        assert!(alt.contains(&b'j') && alt.contains(&b'J'));
+        assert!(alt.contains(&b'y') || alt.contains(&b'k'));
     }
 
     #[test]

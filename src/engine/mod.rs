@@ -23,8 +23,28 @@ const FILTER_DFA_LIMIT: usize = 16 << 20;
 
 struct Matcher {
     regex: Regex,
+    /// Boundary-free form (when it differs): a cheap "can it match" test on
+    /// non-ASCII text, where the exact regex's DFA gives up.
+    filter: Option<Regex>,
+    /// Bytes of which every match holds one; `None` when there is no such set.
+    required: Option<Vec<u8>>,
     validator: Validator,
 }
+
+impl Matcher {
+    fn new(p: &CompiledPattern, validator: Validator) -> Self {
+        Self {
+            regex: p.exact.clone(),
+            filter: p.filter_regex.clone(),
+            required: p.required.clone(),
+            validator,
+        }
+    }
+}
+
+/// Above this many candidate matchers, one pass of the combined set narrows
+/// them down before any per-rule search.
+const SET_THRESHOLD: usize = 8;
 
 struct RuleInfo {
     id: String,
@@ -86,13 +106,13 @@ impl Evaluator {
         let mut filters = Vec::with_capacity(rules.len() + CODONS.len());
         let mut infos = Vec::with_capacity(rules.len());
         for r in rules {
-            matchers.push(Matcher {
-                regex: r.pattern.exact.clone(),
-                validator: match r.rule_type {
+            matchers.push(Matcher::new(
+                &r.pattern,
+                match r.rule_type {
                     RuleType::Regex => Validator::None,
                     RuleType::LuhnChecksum => Validator::Luhn,
                 },
-            });
+            ));
             filters.push(r.pattern.filter.as_str());
             infos.push(RuleInfo {
                 id: r.id.clone(),
@@ -109,10 +129,7 @@ impl Evaluator {
             });
         }
         for (c, p) in CODONS.iter().zip(builtins) {
-            matchers.push(Matcher {
-                regex: p.exact.clone(),
-                validator: c.validator,
-            });
+            matchers.push(Matcher::new(p, c.validator));
             filters.push(p.filter.as_str());
         }
         let filter = RegexSetBuilder::new(&filters)
@@ -152,26 +169,53 @@ impl Evaluator {
         decision
     }
 
+    /// Indices of the matchers that may match `text`: those whose required
+    /// bytes occur in it (one pass over the bytes settles most clean payloads).
+    fn candidates(&self, text: &str) -> Vec<usize> {
+        let mut present = [false; 256];
+        for &b in text.as_bytes() {
+            present[usize::from(b)] = true;
+        }
+        (0..self.matchers.len())
+            .filter(|&i| match &self.matchers[i].required {
+                Some(bytes) => bytes.iter().any(|&b| present[usize::from(b)]),
+                None => true,
+            })
+            .collect()
+    }
+
     fn decide(&self, text: &str) -> Decision<'_> {
-        let n = self.matchers.len();
-        let mut found: Vec<Vec<(usize, usize)>> = Vec::new();
-        match &self.filter {
-            Some(set) => {
-                let candidates = set.matches(text);
-                if candidates.matched_any() {
-                    found.resize_with(n, Vec::new);
-                    for i in candidates.iter() {
-                        found[i] = self.find_all(i, text);
-                    }
-                }
+        let mut candidates = self.candidates(text);
+        if candidates.is_empty() {
+            return self.finish(text, Vec::new(), None, text.to_string());
+        }
+        let ascii = text.is_ascii();
+        if candidates.len() > SET_THRESHOLD {
+            if let Some(set) = &self.filter {
+                let hits = set.matches(text);
+                candidates.retain(|&i| hits.matched(i));
             }
-            None => found = (0..n).map(|i| self.find_all(i, text)).collect(),
+        } else if !ascii {
+            // The exact regexes' fast engines give up on non-ASCII text with
+            // Unicode `\b`; the boundary-free form answers "can it match" fast.
+            candidates.retain(|&i| {
+                self.matchers[i]
+                    .filter
+                    .as_ref()
+                    .is_none_or(|f| f.is_match(text))
+            });
+        }
+        let mut found: Vec<Vec<(usize, usize)>> = Vec::new();
+        if !candidates.is_empty() {
+            found.resize_with(self.matchers.len(), Vec::new);
+            for i in candidates {
+                found[i] = self.find_all(i, text);
+            }
         }
         if found.iter().all(Vec::is_empty) {
             return self.finish(text, Vec::new(), None, text.to_string());
         }
 
-        let ascii = text.is_ascii();
         let mut triggers: Vec<Trigger<'_>> = Vec::new();
         // Byte spans of WARNING triggers for redaction: (start, end, order, placeholder).
         let mut redactions: Vec<(usize, usize, (usize, usize), &str)> = Vec::new();
