@@ -1,0 +1,60 @@
+//! Golden decisions (SPEC §6): every `tests/cases/*.yaml` file names a
+//! playbook in `tests/fixtures/` and lists payloads with the exact decision
+//! fields expected. One test runs them all and reports every mismatch.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+
+use helixor::playbook::{pack_id, pack_version, parse_document};
+use helixor::rules::check_declarations;
+use helixor::Evaluator;
+use serde_json::Value;
+use std::path::Path;
+
+const COMPARED: [&str; 8] =
+    ["action", "severity", "reason", "clean_text", "triggers", "invariants_passed", "pack_version", "receipt_hash"];
+
+fn evaluator(playbook: &Path) -> Evaluator {
+    let name = playbook.display().to_string();
+    let bytes = std::fs::read(playbook).unwrap();
+    let doc = parse_document(&bytes, &name).unwrap().doc;
+    let rules = check_declarations(&doc, &name).unwrap();
+    Evaluator::new(pack_id(&doc, &name).unwrap(), &pack_version(&doc), &rules).unwrap()
+}
+
+#[test]
+fn golden_cases() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests");
+    let mut files: Vec<_> = std::fs::read_dir(root.join("cases"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 5, "golden case files are missing");
+    let mut failures = Vec::new();
+    let mut count = 0;
+    for file in &files {
+        let spec: Value = serde_yaml::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
+        let playbook = root.join("fixtures").join(spec["playbook"].as_str().unwrap());
+        let e = evaluator(&playbook);
+        for case in spec["cases"].as_array().unwrap() {
+            count += 1;
+            let text = case["text"].as_str().unwrap();
+            let got = serde_json::to_value(e.evaluate(text)).unwrap();
+            assert_eq!(got["pack_id"], Value::String(e.pack_id().to_string()));
+            assert!(got["latency_us"].as_f64().unwrap() >= 0.0);
+            for field in COMPARED {
+                if got[field] != case[field] {
+                    failures.push(format!(
+                        "{} / {}: `{field}`\n  expected {}\n  got      {}",
+                        file.file_name().unwrap().to_string_lossy(),
+                        case["name"].as_str().unwrap_or("?"),
+                        case[field],
+                        got[field]
+                    ));
+                }
+            }
+        }
+    }
+    assert!(count >= 50, "only {count} golden cases ran");
+    assert!(failures.is_empty(), "{} golden mismatches:\n{}", failures.len(), failures.join("\n"));
+}
