@@ -90,7 +90,8 @@ pub fn write_str(out: &mut String, s: &str, esc: Escaping) {
             '\u{0c}' => Some("\\f"),
             _ => None,
         };
-        let needs_hex = c < ' ' || (esc == Escaping::Ascii && !c.is_ascii());
+        // Python's ASCII mode escapes everything outside ' '..='~', DEL included.
+        let needs_hex = c < ' ' || (esc == Escaping::Ascii && c > '~');
         if escape.is_none() && !needs_hex {
             continue;
         }
@@ -197,7 +198,7 @@ mod tests {
     #[test]
     fn ascii_escaping_uses_surrogate_pairs() {
         let mut out = String::new();
-        write_str(&mut out, "é😀", Escaping::Ascii);
-        assert_eq!(out, "\"\\u00e9\\ud83d\\ude00\"");
+        write_str(&mut out, "é😀\u{7f}", Escaping::Ascii);
+        assert_eq!(out, "\"\\u00e9\\ud83d\\ude00\\u007f\"");
     }
 }
