@@ -11,7 +11,8 @@
 //!   compile-time checks and the SDK manifest;
 //! - [`engine`]: evaluation of a payload to a decision;
 //! - [`pack`]: load-time checks that turn a file into an engine;
-//! - [`commands`]: the `helixor-pack` subcommands (the binary only parses flags).
+//! - [`commands`]: the `helixor-pack` subcommands (the binary only parses flags);
+//! - [`server`]: serve mode (SPEC §9): configuration, generations, hot reload, the HTTP API.
 
 pub mod builtins;
 pub mod canonical;
@@ -28,6 +29,7 @@ pub mod pack;
 pub mod pattern;
 pub mod playbook;
 pub mod rules;
+pub mod server;
 
 pub use container::PackError;
 pub use engine::{Decision, Evaluator};

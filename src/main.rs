@@ -111,6 +111,26 @@ enum Command {
         #[arg(long, value_name = "FILE")]
         out: Option<PathBuf>,
     },
+    /// Serve decisions over HTTP with hot reload of the license and packs (SPEC §9).
+    Serve {
+        /// YAML configuration file (see config/helixor.yaml).
+        #[arg(long, value_name = "FILE", env = "HELIXOR_CONFIG")]
+        config: Option<PathBuf>,
+        #[command(flatten)]
+        license: LicenseFlags,
+        /// Directory of *.hxpack files (config key packs_dir).
+        #[arg(long = "packs", value_name = "DIR")]
+        packs_dir: Option<PathBuf>,
+        /// Address to listen on, e.g. 127.0.0.1:8080 (port 0: any free port).
+        #[arg(long, value_name = "ADDR")]
+        listen: Option<String>,
+    },
+    /// GET a URL over plain HTTP within 2 s; exit 0 on 200, else 1 (container health checks).
+    Healthcheck {
+        /// e.g. http://127.0.0.1:8080/healthz
+        #[arg(long, value_name = "URL")]
+        url: String,
+    },
     /// Issuer keys and licenses for self-hosted deployments, tests and the demo.
     License {
         #[command(subcommand)]
@@ -272,6 +292,30 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, Error> {
             commands::manifest(&sources, &(&license).into(), out_file.as_deref(), &mut out)?;
             Ok(0)
         }
+        Command::Serve {
+            config,
+            license,
+            packs_dir,
+            listen,
+        } => {
+            // The server prints its address from its own threads: release stdout.
+            drop(out);
+            helixor::server::serve(&helixor::server::ServeOptions {
+                config,
+                license: license.license,
+                issuer_keys: license.issuer_keys,
+                packs_dir,
+                listen,
+            })
+        }
+        Command::Healthcheck { url } => match helixor::server::healthcheck::check(&url) {
+            Ok(()) => Ok(0),
+            Err(why) => {
+                use std::io::Write;
+                let _ = writeln!(err, "healthcheck {url}: {why}");
+                Ok(1)
+            }
+        },
         Command::License {
             command: LicenseCommand::Keygen { key_id, out: dir },
         } => {

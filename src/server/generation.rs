@@ -1,0 +1,379 @@
+//! Generations (SPEC §9.2, §9.3): reading a deployment (license, issuer keys,
+//! every `*.hxpack` of the packs directory, the token file) with its content
+//! digests, and building an immutable generation from it with every check of
+//! §5. Blocking file I/O only; knows nothing of HTTP, metrics or swapping.
+
+use super::auth::TokenSet;
+use crate::error::Named;
+use crate::license::{self, IssuerKeys, License, LicenseError, MAX_LICENSE_BYTES};
+use crate::pack::{load_pack, LoadedPack};
+use crate::{Error, PackError};
+use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use time::OffsetDateTime;
+
+/// Extension of the pack files read from the packs directory.
+pub const PACK_EXTENSION: &str = "hxpack";
+
+/// Where a deployment's files are (from the configuration).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sources {
+    /// License path; `None`: the §2 lookup order, re-run at every load.
+    pub license: Option<PathBuf>,
+    /// Issuer keys path; `None`: the §2 lookup order.
+    pub issuer_keys: Option<PathBuf>,
+    /// The packs directory (may be a symlink, as in a Kubernetes volume).
+    pub packs_dir: PathBuf,
+    /// `auth.tokens_file`.
+    pub tokens_file: Option<PathBuf>,
+}
+
+impl Sources {
+    /// The sources named by a configuration.
+    pub fn from_config(c: &super::Config) -> Self {
+        Self {
+            license: c.license.clone(),
+            issuer_keys: c.issuer_keys.clone(),
+            packs_dir: c.packs_dir.clone(),
+            tokens_file: c.tokens_file.clone(),
+        }
+    }
+
+    /// The directories whose changes may change the deployment: those holding
+    /// the license, the issuer keys and the token file, the packs directory and
+    /// its parent (where a Kubernetes volume swaps its `..data` symlink).
+    pub fn watch_dirs(&self) -> Vec<PathBuf> {
+        let parent = |p: &Path| -> PathBuf {
+            match p.parent() {
+                Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+                _ => PathBuf::from("."),
+            }
+        };
+        let mut dirs = Vec::new();
+        if let Ok(l) = license::resolve_license_path(self.license.as_deref()) {
+            dirs.push(parent(&l));
+        } else if let Some(l) = &self.license {
+            dirs.push(parent(l));
+        }
+        dirs.push(self.packs_dir.clone());
+        dirs.push(parent(&self.packs_dir));
+        let keys = self
+            .issuer_keys
+            .clone()
+            .or_else(|| std::env::var_os(license::ISSUER_KEYS_ENV).map(PathBuf::from));
+        if let Some(k) = keys {
+            dirs.push(if k.is_dir() { k.clone() } else { parent(&k) });
+        }
+        if let Some(t) = &self.tokens_file {
+            dirs.push(parent(t));
+        }
+        let mut out: Vec<PathBuf> = Vec::new();
+        for d in dirs {
+            if !out.contains(&d) {
+                out.push(d);
+            }
+        }
+        out
+    }
+}
+
+/// The digests of a deployment's files: equal fingerprints, same deployment.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Fingerprint(Vec<(String, [u8; 32])>);
+
+impl Fingerprint {
+    /// One hex digest over every component (for logs and status).
+    pub fn hex(&self) -> String {
+        let mut h = Sha256::new();
+        for (name, d) in &self.0 {
+            h.update(name.as_bytes());
+            h.update([0]);
+            h.update(d);
+        }
+        hex::encode(&h.finalize()[..8])
+    }
+}
+
+/// A deployment as read from disk, before any check: every file's bytes, or
+/// the error reading it gave (reported later, in the order of §5).
+pub struct Snapshot {
+    license: Result<(PathBuf, Vec<u8>), Error>,
+    keys: Result<IssuerKeys, Error>,
+    packs: Result<Vec<(PathBuf, Vec<u8>)>, Error>,
+    tokens: Result<Option<(TokenSet, [u8; 32])>, Error>,
+    /// Where the license and the packs directory led before reading.
+    resolved: (Option<PathBuf>, Option<PathBuf>),
+}
+
+impl std::fmt::Debug for Snapshot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Snapshot")
+            .field("fingerprint", &self.fingerprint().map(|f| f.hex()))
+            .finish()
+    }
+}
+
+fn sha256(bytes: &[u8]) -> [u8; 32] {
+    Sha256::digest(bytes).into()
+}
+
+/// Reads a license file with the 64 KiB cap, with the errors of `License::read`.
+fn read_license_bytes(path: &Path) -> Result<Vec<u8>, Error> {
+    let name = path.display();
+    let file = std::fs::File::open(path).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::NotFound {
+            LicenseError::NotFound(format!("license file {name} does not exist"))
+        } else {
+            LicenseError::Invalid(format!("cannot read license file {name}: {e}"))
+        }
+    })?;
+    let mut buf = Vec::new();
+    file.take(MAX_LICENSE_BYTES + 1)
+        .read_to_end(&mut buf)
+        .map_err(|e| LicenseError::Invalid(format!("cannot read license file {name}: {e}")))?;
+    if buf.len() as u64 > MAX_LICENSE_BYTES {
+        return Err(LicenseError::Invalid(format!(
+            "license file {name} is over the {MAX_LICENSE_BYTES}-byte limit"
+        ))
+        .into());
+    }
+    Ok(buf)
+}
+
+/// Whether a directory entry name is a pack file: `*.hxpack`, not hidden
+/// (`..data`, `..2026_…`, editors' and `write_atomic`'s `.name.tmp` files).
+pub fn is_pack_name(name: &str) -> bool {
+    !name.starts_with('.')
+        && name
+            .strip_suffix(PACK_EXTENSION)
+            .is_some_and(|stem| stem.len() > 1 && stem.ends_with('.'))
+}
+
+/// The pack files of `dir`, sorted by name, symlinks followed.
+pub fn list_pack_files(dir: &Path) -> Result<Vec<PathBuf>, Error> {
+    let name = dir.display();
+    let entries = std::fs::read_dir(dir).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::NotFound {
+            PackError::NotFound(format!("packs directory {name} does not exist"))
+        } else {
+            PackError::NotFound(format!("packs directory {name} cannot be listed: {e}"))
+        }
+    })?;
+    let mut files: Vec<PathBuf> = entries
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().to_str().is_some_and(is_pack_name))
+        .map(|e| e.path())
+        // `metadata` follows symlinks: a dangling link or a directory is skipped.
+        .filter(|p| std::fs::metadata(p).is_ok_and(|m| m.is_file()))
+        .collect();
+    files.sort();
+    Ok(files)
+}
+
+fn read_packs(dir: &Path) -> Result<Vec<(PathBuf, Vec<u8>)>, Error> {
+    list_pack_files(dir)?
+        .into_iter()
+        .map(|p| {
+            let bytes = crate::container::read_pack_file(&p)?;
+            Ok((p, bytes))
+        })
+        .collect()
+}
+
+/// Where a path leads now (symlinks resolved), to detect a swap mid-read.
+fn resolved(p: &Path) -> Option<PathBuf> {
+    std::fs::canonicalize(p).ok()
+}
+
+impl Snapshot {
+    /// Reads every file of the deployment once. A Kubernetes volume swap
+    /// that happens while reading is detected (the resolved paths of the
+    /// license and the packs directory change) and the read is repeated, so
+    /// license and packs come from one side of the swap.
+    pub fn read(sources: &Sources) -> Self {
+        let mut snapshot = Self::read_once(sources);
+        for _ in 0..3 {
+            if snapshot.resolved == Self::resolve_paths(sources) {
+                break;
+            }
+            snapshot = Self::read_once(sources);
+        }
+        snapshot
+    }
+
+    fn resolve_paths(sources: &Sources) -> (Option<PathBuf>, Option<PathBuf>) {
+        let license = license::resolve_license_path(sources.license.as_deref())
+            .ok()
+            .and_then(|p| resolved(&p));
+        (license, resolved(&sources.packs_dir))
+    }
+
+    fn read_once(sources: &Sources) -> Self {
+        let before = Self::resolve_paths(sources);
+        let license = license::resolve_license_path(sources.license.as_deref())
+            .map_err(Error::from)
+            .and_then(|p| read_license_bytes(&p).map(|b| (p, b)));
+        let keys = IssuerKeys::resolve(sources.issuer_keys.as_deref()).map_err(Error::from);
+        let packs = read_packs(&sources.packs_dir);
+        let tokens = match &sources.tokens_file {
+            Some(t) => TokenSet::read(t).map(Some),
+            None => Ok(None),
+        };
+        Self {
+            license,
+            keys,
+            packs,
+            tokens,
+            resolved: before,
+        }
+    }
+
+    /// The digests of everything read; `None` when something could not be read.
+    pub fn fingerprint(&self) -> Option<Fingerprint> {
+        let (lpath, lbytes) = self.license.as_ref().ok()?;
+        let keys = self.keys.as_ref().ok()?;
+        let packs = self.packs.as_ref().ok()?;
+        let tokens = self.tokens.as_ref().ok()?;
+        let mut parts = vec![(format!("license:{}", lpath.display()), sha256(lbytes))];
+        let mut kh = Sha256::new();
+        kh.update(keys.source().as_bytes());
+        for id in keys.key_ids() {
+            kh.update([0]);
+            kh.update(id.as_bytes());
+            if let Some(k) = keys.get(id) {
+                kh.update(k.as_bytes());
+            }
+        }
+        parts.push(("issuer_keys".into(), kh.finalize().into()));
+        for (p, b) in packs {
+            parts.push((format!("pack:{}", p.display()), sha256(b)));
+        }
+        if let Some((_, d)) = tokens {
+            parts.push(("tokens".into(), *d));
+        }
+        Some(Fingerprint(parts))
+    }
+}
+
+/// One pack of a generation, with where it came from.
+#[derive(Debug)]
+pub struct GenerationPack {
+    /// The loaded pack and its engine.
+    pub pack: LoadedPack,
+    /// The file it was read from.
+    pub path: PathBuf,
+}
+
+/// An immutable loaded deployment: what one request uses from start to end.
+#[derive(Debug)]
+pub struct Generation {
+    /// Its number: 1 at start-up, then one more per successful reload.
+    pub number: u64,
+    /// When it was loaded.
+    pub loaded_at: OffsetDateTime,
+    /// The verified license (holds the content key: never serialise it).
+    pub license: License,
+    /// The packs by id.
+    pub packs: BTreeMap<String, LoadedPack>,
+    /// The digests of the files it was built from.
+    pub fingerprint: Fingerprint,
+    /// Accepted bearer tokens, when `auth.tokens_file` is set.
+    pub tokens: Option<TokenSet>,
+    /// `license.not_after` as Unix seconds: the cached instant of §9.6.
+    pub not_after_unix: i64,
+}
+
+impl Generation {
+    /// Builds generation `number` from a snapshot with every check of §5 in
+    /// order (license, then each pack), ids unique, at least one pack.
+    pub fn build(snapshot: Snapshot, number: u64, now: OffsetDateTime) -> Result<Self, Error> {
+        let fingerprint = snapshot.fingerprint().unwrap_or_default();
+        let (lpath, lbytes) = snapshot.license?;
+        let license = License::parse(&lbytes, &lpath.display().to_string())?;
+        let keys = snapshot.keys?;
+        license.verify(&keys)?;
+        license.check_window(now)?;
+        let files = snapshot.packs?;
+        let mut packs: BTreeMap<String, LoadedPack> = BTreeMap::new();
+        for (path, bytes) in files {
+            let pack = load_pack(&bytes, &path.display().to_string(), &license)?;
+            if let Some(other) = packs.get(&pack.pack_id) {
+                return Err(PackError::Format(format!(
+                    "{} and {} both hold pack `{}`; pack ids must be unique",
+                    other.source, pack.source, pack.pack_id
+                ))
+                .into());
+            }
+            packs.insert(pack.pack_id.clone(), pack);
+        }
+        let tokens = snapshot.tokens?.map(|(t, _)| t);
+        // The start-up order of §9.2: the packs directory is read after the license.
+        if packs.is_empty() {
+            return Err(PackError::NotFound(
+                "no *.hxpack file in the packs directory: a deployment holds at least one pack"
+                    .into(),
+            )
+            .into());
+        }
+        Ok(Self {
+            number,
+            loaded_at: now,
+            not_after_unix: license.not_after.unix_timestamp(),
+            license,
+            packs,
+            fingerprint,
+            tokens,
+        })
+    }
+
+    /// Reads and builds in one step (start-up).
+    pub fn load(sources: &Sources, number: u64) -> Result<Self, Error> {
+        Self::build(Snapshot::read(sources), number, OffsetDateTime::now_utc())
+    }
+
+    /// Whether the license has expired at `now_unix` (Unix seconds).
+    pub fn expired_at(&self, now_unix: i64) -> bool {
+        now_unix >= self.not_after_unix
+    }
+
+    /// The `LicenseExpiredError` of an expired license.
+    pub fn expired_error(&self) -> Error {
+        LicenseError::Expired(format!(
+            "license {} expired at {}: deploy a renewed license with its recompiled packs",
+            self.license.license_id,
+            license::format_time(self.license.not_after)
+        ))
+        .into()
+    }
+}
+
+/// The name and message of an error, for status and reload answers.
+pub fn describe(e: &Error) -> (&'static str, String) {
+    (e.name().as_str(), e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pack_names() {
+        assert!(is_pack_name("a.hxpack"));
+        assert!(is_pack_name("compliance.regulatory_pii_guard.v1.hxpack"));
+        assert!(!is_pack_name(".a.hxpack"));
+        assert!(!is_pack_name("..data"));
+        assert!(!is_pack_name(".a.hxpack.1234.tmp"));
+        assert!(!is_pack_name("a.hxpack~"));
+        assert!(!is_pack_name("hxpack"));
+        assert!(!is_pack_name(".hxpack"));
+        assert!(!is_pack_name("ahxpack"));
+    }
+
+    #[test]
+    fn missing_packs_dir_is_pack_not_found() {
+        let e = list_pack_files(Path::new("/nonexistent/helixor/packs")).unwrap_err();
+        assert_eq!(e.name(), crate::ErrorName::PackNotFoundError);
+    }
+}

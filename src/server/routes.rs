@@ -1,0 +1,934 @@
+//! The HTTP API (SPEC §9.4): the route table, the handlers, the JSON error
+//! body and the middleware stack (request ids, tracing, metrics, panics,
+//! auth, concurrency, timeout, body limit). Evaluates synchronously in the
+//! handler; never logs or echoes a payload, a match, a pattern or a token.
+
+use super::auth::EXEMPT_ROUTES;
+use super::generation::Generation;
+use super::reload::{outcome_json, reload, Trigger};
+use super::{metrics, AppState};
+use crate::builtins::CODONS;
+use crate::engine::{Decision, Source};
+use crate::error::{ErrorName, Named};
+use crate::license::{format_time, Window};
+use crate::pack::LoadedPack;
+use crate::Error;
+use axum::body::Body;
+use axum::extract::{MatchedPath, Request, State};
+use axum::http::header::{ALLOW, AUTHORIZATION, CONTENT_LENGTH, CONTENT_TYPE, WWW_AUTHENTICATE};
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{on, MethodFilter, MethodRouter};
+use axum::Router;
+use serde::Serialize;
+use serde_json::{json, Map, Value};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use time::OffsetDateTime;
+use tower_http::catch_panic::CatchPanicLayer;
+use tower_http::limit::RequestBodyLimitLayer;
+use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
+use tower_http::timeout::TimeoutLayer;
+use tower_http::trace::TraceLayer;
+
+/// Every route as `(method, path)`: the router is built from this table and
+/// the OpenAPI test compares it with `openapi.yaml`.
+pub const ROUTES: &[(&str, &str)] = &[
+    ("POST", "/evaluate"),
+    ("POST", "/v1/evaluate"),
+    ("POST", "/evaluate/batch"),
+    ("GET", "/healthz"),
+    ("GET", "/readyz"),
+    ("GET", "/v1/health"),
+    ("GET", "/v1/status"),
+    ("GET", "/v1/packs"),
+    ("GET", "/metrics"),
+    ("POST", "/admin/reload"),
+];
+
+/// The `route` label of a request that matched no route.
+pub const UNMATCHED_ROUTE: &str = "unmatched";
+/// The request id header, taken from the request or generated.
+pub const REQUEST_ID_HEADER: &str = "x-request-id";
+/// The error name of a 500 (a bug: a handler panicked).
+pub const INTERNAL_ERROR: &str = "InternalError";
+/// How long a request waits for a slot when `max_concurrency` are in flight.
+pub const QUEUE_WAIT: Duration = Duration::from_millis(250);
+
+/// Routes exempt from the concurrency limit: probes must answer under load.
+const PROBE_ROUTES: &[&str] = &["/healthz", "/readyz", "/v1/health", "/metrics"];
+
+/// An HTTP error: a status and the JSON body `{"error": NAME, "message": ...}`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiError {
+    /// The HTTP status.
+    pub status: StatusCode,
+    /// The SPEC §4.3 name.
+    pub name: &'static str,
+    /// A message that never quotes the payload.
+    pub message: String,
+}
+
+impl ApiError {
+    /// An error with a status, a name and a message.
+    pub fn new(status: StatusCode, name: ErrorName, message: impl Into<String>) -> Self {
+        Self {
+            status,
+            name: name.as_str(),
+            message: message.into(),
+        }
+    }
+
+    fn bad_request(message: impl Into<String>) -> Self {
+        Self::new(
+            StatusCode::BAD_REQUEST,
+            ErrorName::InvalidRequestError,
+            message,
+        )
+    }
+
+    fn unavailable(message: impl Into<String>) -> Self {
+        Self::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            ErrorName::ServiceUnavailableError,
+            message,
+        )
+    }
+
+    fn body(&self) -> Value {
+        json!({"error": self.name, "message": self.message})
+    }
+}
+
+/// The HTTP status of a named error (SPEC §9.4).
+pub fn status_of(name: ErrorName) -> StatusCode {
+    match name {
+        ErrorName::InvalidRequestError | ErrorName::UsageError => StatusCode::BAD_REQUEST,
+        ErrorName::UnauthorizedError => StatusCode::UNAUTHORIZED,
+        ErrorName::PackNotFoundError | ErrorName::NotFoundError => StatusCode::NOT_FOUND,
+        ErrorName::MethodNotAllowedError => StatusCode::METHOD_NOT_ALLOWED,
+        ErrorName::PayloadTooLargeError => StatusCode::PAYLOAD_TOO_LARGE,
+        ErrorName::UnsupportedMediaTypeError => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        ErrorName::LicenseExpiredError
+        | ErrorName::LicenseNotYetValidError
+        | ErrorName::ServiceUnavailableError => StatusCode::SERVICE_UNAVAILABLE,
+        _ => StatusCode::INTERNAL_SERVER_ERROR,
+    }
+}
+
+impl From<Error> for ApiError {
+    fn from(e: Error) -> Self {
+        let name = e.name();
+        Self::new(status_of(name), name, e.to_string())
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let mut resp = json_response(self.status, &self.body());
+        if self.status == StatusCode::UNAUTHORIZED {
+            resp.headers_mut()
+                .insert(WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
+        resp
+    }
+}
+
+/// A JSON response; a value that cannot be serialised is a 500.
+pub fn json_response(status: StatusCode, value: &impl Serialize) -> Response {
+    match serde_json::to_vec(value) {
+        Ok(bytes) => (
+            status,
+            [(CONTENT_TYPE, HeaderValue::from_static("application/json"))],
+            bytes,
+        )
+            .into_response(),
+        Err(_) => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            [(CONTENT_TYPE, HeaderValue::from_static("application/json"))],
+            r#"{"error":"InternalError","message":"the response could not be serialised"}"#,
+        )
+            .into_response(),
+    }
+}
+
+type AppStateRef = Arc<AppState>;
+
+fn endpoint(method: &str, path: &str) -> Option<MethodRouter<AppStateRef>> {
+    let filter = match method {
+        "GET" => MethodFilter::GET,
+        "POST" => MethodFilter::POST,
+        _ => return None,
+    };
+    Some(match path {
+        "/evaluate" => on(filter, evaluate),
+        "/v1/evaluate" => on(filter, evaluate_v1),
+        "/evaluate/batch" => on(filter, evaluate_batch),
+        "/healthz" => on(filter, healthz),
+        "/readyz" => on(filter, readyz),
+        "/v1/health" => on(filter, v1_health),
+        "/v1/status" => on(filter, status),
+        "/v1/packs" => on(filter, packs),
+        "/metrics" => on(filter, metrics_text),
+        "/admin/reload" => on(filter, admin_reload),
+        _ => return None,
+    })
+}
+
+/// The methods a path answers, as the `Allow` header lists them.
+fn allowed(path: &str) -> String {
+    let mut methods: Vec<&str> = Vec::new();
+    for (m, p) in ROUTES {
+        if *p == path {
+            methods.push(m);
+            if *m == "GET" {
+                methods.push("HEAD");
+            }
+        }
+    }
+    methods.join(", ")
+}
+
+fn method_not_allowed(allow: &str) -> Response {
+    let mut resp = ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        ErrorName::MethodNotAllowedError,
+        format!("this route answers {allow}"),
+    )
+    .into_response();
+    if let Ok(v) = HeaderValue::from_str(allow) {
+        resp.headers_mut().insert(ALLOW, v);
+    }
+    resp
+}
+
+async fn not_found() -> Response {
+    ApiError::new(
+        StatusCode::NOT_FOUND,
+        ErrorName::NotFoundError,
+        "no such route (see openapi.yaml)",
+    )
+    .into_response()
+}
+
+/// The application: every route of [`ROUTES`] with the middleware stack.
+pub fn router(state: Arc<AppState>) -> Router {
+    let limits = &state.config.limits;
+    let mut app: Router<AppStateRef> = Router::new();
+    let mut paths: Vec<&str> = Vec::new();
+    for (_, p) in ROUTES {
+        if !paths.contains(p) {
+            paths.push(p);
+        }
+    }
+    for path in paths {
+        let mut methods: Option<MethodRouter<AppStateRef>> = None;
+        for (m, p) in ROUTES {
+            if *p == path {
+                if let Some(e) = endpoint(m, p) {
+                    methods = Some(match methods {
+                        Some(mr) => mr.merge(e),
+                        None => e,
+                    });
+                }
+            }
+        }
+        if let Some(mr) = methods {
+            let allow = allowed(path);
+            app = app.route(
+                path,
+                mr.fallback(move || {
+                    let allow = allow.clone();
+                    async move { method_not_allowed(&allow) }
+                }),
+            );
+        }
+    }
+    app.fallback(not_found)
+        .with_state(Arc::clone(&state))
+        // Innermost first: each layer below wraps those above it.
+        .layer(RequestBodyLimitLayer::new(limits.max_body_bytes))
+        .layer(TimeoutLayer::with_status_code(
+            StatusCode::SERVICE_UNAVAILABLE,
+            Duration::from_millis(limits.request_timeout_ms),
+        ))
+        .layer(middleware::from_fn_with_state(
+            Arc::clone(&state),
+            concurrency,
+        ))
+        .layer(middleware::from_fn_with_state(Arc::clone(&state), auth))
+        .layer(middleware::map_response(json_errors))
+        .layer(CatchPanicLayer::custom(panic_response))
+        .layer(middleware::from_fn_with_state(Arc::clone(&state), observe))
+        .layer(
+            TraceLayer::new_for_http()
+                .make_span_with(|req: &Request| {
+                    tracing::debug_span!(
+                        "request",
+                        method = %req.method(),
+                        request_id = req
+                            .headers()
+                            .get(REQUEST_ID_HEADER)
+                            .and_then(|v| v.to_str().ok())
+                            .unwrap_or_default(),
+                    )
+                })
+                .on_request(())
+                .on_response(())
+                .on_body_chunk(())
+                .on_eos(())
+                .on_failure(()),
+        )
+        .layer(PropagateRequestIdLayer::x_request_id())
+        .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
+}
+
+fn panic_response(_panic: Box<dyn std::any::Any + Send + 'static>) -> Response {
+    // The panic's message is not returned: it could quote anything.
+    json_response(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        &json!({"error": INTERNAL_ERROR, "message": "internal error (a bug): the request was not completed"}),
+    )
+}
+
+/// Turns the bodies of errors produced by layers (413 from the body limit,
+/// 503 from the timeout) into the JSON error body.
+async fn json_errors(resp: Response) -> Response {
+    let status = resp.status();
+    if !(status.is_client_error() || status.is_server_error()) {
+        return resp;
+    }
+    let is_json = resp
+        .headers()
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"));
+    if is_json {
+        return resp;
+    }
+    let (status, name, message) = match status.as_u16() {
+        400 => (
+            status,
+            ErrorName::InvalidRequestError.as_str(),
+            "the request is malformed",
+        ),
+        401 => (
+            status,
+            ErrorName::UnauthorizedError.as_str(),
+            "a valid bearer token is needed",
+        ),
+        404 => (
+            status,
+            ErrorName::NotFoundError.as_str(),
+            "no such route (see openapi.yaml)",
+        ),
+        405 => (
+            status,
+            ErrorName::MethodNotAllowedError.as_str(),
+            "this route does not answer this method",
+        ),
+        413 => (
+            status,
+            ErrorName::PayloadTooLargeError.as_str(),
+            "the request body is over limits.max_body_bytes",
+        ),
+        415 => (
+            status,
+            ErrorName::UnsupportedMediaTypeError.as_str(),
+            "the request needs Content-Type: application/json",
+        ),
+        408 | 503 | 504 => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            ErrorName::ServiceUnavailableError.as_str(),
+            "the request did not complete within limits.request_timeout_ms",
+        ),
+        _ => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            INTERNAL_ERROR,
+            "internal error (a bug): the request was not completed",
+        ),
+    };
+    let (mut parts, _) = resp.into_parts();
+    parts.status = status;
+    parts.headers.remove(CONTENT_LENGTH);
+    parts
+        .headers
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    let body = serde_json::to_vec(&json!({"error": name, "message": message})).unwrap_or_default();
+    Response::from_parts(parts, Body::from(body))
+}
+
+/// What the evaluation handlers tell the request log line (debug level only).
+#[derive(Debug, Clone)]
+struct EvalNote {
+    pack_id: String,
+    action: String,
+}
+
+fn route_label(req: &Request) -> &'static str {
+    let path = req
+        .extensions()
+        .get::<MatchedPath>()
+        .map_or_else(|| req.uri().path(), MatchedPath::as_str);
+    ROUTES
+        .iter()
+        .find(|(_, p)| *p == path)
+        .map_or(UNMATCHED_ROUTE, |(_, p)| *p)
+}
+
+fn method_label(method: &axum::http::Method) -> &'static str {
+    use axum::http::Method;
+    match *method {
+        Method::GET => "GET",
+        Method::POST => "POST",
+        Method::HEAD => "HEAD",
+        Method::PUT => "PUT",
+        Method::DELETE => "DELETE",
+        Method::PATCH => "PATCH",
+        Method::OPTIONS => "OPTIONS",
+        Method::TRACE => "TRACE",
+        Method::CONNECT => "CONNECT",
+        _ => "other",
+    }
+}
+
+/// Metrics and the per-request debug line (route template, never the raw path).
+async fn observe(State(state): State<AppStateRef>, req: Request, next: Next) -> Response {
+    let started = Instant::now();
+    // Only routes of the table are labels: the fallback's raw path is not.
+    let route = if req.extensions().get::<MatchedPath>().is_some() {
+        route_label(&req)
+    } else {
+        UNMATCHED_ROUTE
+    };
+    let method = method_label(req.method());
+    let resp = next.run(req).await;
+    let elapsed = started.elapsed();
+    state
+        .metrics
+        .observe_request(route, method, resp.status().as_str(), elapsed.as_secs_f64());
+    if tracing::enabled!(tracing::Level::DEBUG) {
+        let note = resp.extensions().get::<EvalNote>();
+        tracing::debug!(
+            route,
+            method,
+            status = resp.status().as_u16(),
+            latency_us = elapsed.as_secs_f64() * 1e6,
+            pack_id = note.map(|n| n.pack_id.as_str()),
+            action = note.map(|n| n.action.as_str()),
+            request_id = resp
+                .headers()
+                .get(REQUEST_ID_HEADER)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or_default(),
+            "request"
+        );
+    }
+    resp
+}
+
+/// Bearer-token check (SPEC §9.1 `auth`), fail closed when tokens are
+/// configured but not loaded.
+async fn auth(State(state): State<AppStateRef>, req: Request, next: Next) -> Response {
+    if state.config.tokens_file.is_some() && !EXEMPT_ROUTES.contains(&req.uri().path()) {
+        let ok = {
+            let generation = state.current.load();
+            generation
+                .as_ref()
+                .and_then(|g| g.tokens.as_ref())
+                .is_some_and(|t| {
+                    t.accepts_header(req.headers().get(AUTHORIZATION).map(HeaderValue::as_bytes))
+                })
+        };
+        if !ok {
+            return ApiError::new(
+                StatusCode::UNAUTHORIZED,
+                ErrorName::UnauthorizedError,
+                "a valid `Authorization: Bearer <token>` header is needed",
+            )
+            .into_response();
+        }
+    }
+    next.run(req).await
+}
+
+/// `limits.max_concurrency`: a request waits up to [`QUEUE_WAIT`] for a
+/// slot, then gets 503. Probes are not limited.
+async fn concurrency(State(state): State<AppStateRef>, req: Request, next: Next) -> Response {
+    if PROBE_ROUTES.contains(&req.uri().path()) {
+        return next.run(req).await;
+    }
+    let slots = Arc::clone(&state.slots);
+    let permit = match Arc::clone(&slots).try_acquire_owned() {
+        Ok(p) => p,
+        Err(_) => match tokio::time::timeout(QUEUE_WAIT, slots.acquire_owned()).await {
+            Ok(Ok(p)) => p,
+            _ => {
+                return ApiError::unavailable(
+                    "the server is at limits.max_concurrency; retry later",
+                )
+                .into_response()
+            }
+        },
+    };
+    let resp = next.run(req).await;
+    drop(permit);
+    resp
+}
+
+fn is_length_limit(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = cur {
+        if err.is::<http_body_util::LengthLimitError>() {
+            return true;
+        }
+        cur = err.source();
+    }
+    false
+}
+
+fn check_content_type(headers: &HeaderMap) -> Result<(), ApiError> {
+    let unsupported = |m: &str| {
+        ApiError::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            ErrorName::UnsupportedMediaTypeError,
+            m,
+        )
+    };
+    let Some(value) = headers.get(CONTENT_TYPE) else {
+        return Err(unsupported(
+            "the request has no Content-Type: send application/json",
+        ));
+    };
+    let mime = value
+        .to_str()
+        .unwrap_or_default()
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_ascii_lowercase();
+    if mime == "application/json" || (mime.starts_with("application/") && mime.ends_with("+json")) {
+        Ok(())
+    } else {
+        Err(unsupported("the Content-Type must be application/json"))
+    }
+}
+
+fn too_large(limit: usize) -> ApiError {
+    ApiError::new(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        ErrorName::PayloadTooLargeError,
+        format!("the request body is over the {limit}-byte limit (limits.max_body_bytes)"),
+    )
+}
+
+/// Content type, size and JSON syntax of a request body, with the SPEC's
+/// errors; messages never quote the body.
+async fn read_json(req: Request, limit: usize) -> Result<Value, ApiError> {
+    let (parts, body) = req.into_parts();
+    check_content_type(&parts.headers)?;
+    let declared = parts
+        .headers
+        .get(CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > limit as u64) {
+        return Err(too_large(limit));
+    }
+    let bytes = axum::body::to_bytes(body, limit).await.map_err(|e| {
+        if is_length_limit(&e) {
+            too_large(limit)
+        } else {
+            ApiError::bad_request("the request body could not be read")
+        }
+    })?;
+    serde_json::from_slice(&bytes)
+        .map_err(|e| ApiError::bad_request(format!("the body is not valid JSON: {e}")))
+}
+
+fn as_object<'v>(v: &'v Value, what: &str) -> Result<&'v Map<String, Value>, String> {
+    v.as_object()
+        .ok_or_else(|| format!("{what} must be a JSON object, not {}", type_name(v)))
+}
+
+fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// `text` (required string) and `pack_id` (optional string) of a request object.
+fn text_and_pack(obj: &Map<String, Value>) -> Result<(&str, Option<&str>), String> {
+    let text = match obj.get("text") {
+        Some(Value::String(s)) => s.as_str(),
+        Some(other) => return Err(format!("`text` must be a string, not {}", type_name(other))),
+        None => return Err("`text` is missing".into()),
+    };
+    let pack_id = match obj.get("pack_id") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(s.as_str()),
+        Some(other) => {
+            return Err(format!(
+                "`pack_id` must be a string, not {}",
+                type_name(other)
+            ))
+        }
+    };
+    Ok((text, pack_id))
+}
+
+fn now_unix() -> i64 {
+    OffsetDateTime::now_utc().unix_timestamp()
+}
+
+/// The generation an evaluation uses: loaded and with a valid license.
+fn serving(state: &AppState) -> Result<Arc<Generation>, ApiError> {
+    let generation = state
+        .current()
+        .ok_or_else(|| ApiError::unavailable("no generation is loaded"))?;
+    if generation.expired_at(now_unix()) {
+        return Err(generation.expired_error().into());
+    }
+    Ok(generation)
+}
+
+/// Pack choice (SPEC §9.4): the request's, else `default_pack`, else the only one.
+fn choose<'g>(
+    generation: &'g Generation,
+    requested: Option<&str>,
+    default_pack: Option<&str>,
+) -> Result<&'g LoadedPack, ApiError> {
+    let loaded = || {
+        generation
+            .packs
+            .keys()
+            .map(String::as_str)
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let not_found = |what: String| {
+        ApiError::new(
+            StatusCode::NOT_FOUND,
+            ErrorName::PackNotFoundError,
+            format!("{what} (loaded: {})", loaded()),
+        )
+    };
+    match (requested, default_pack) {
+        (Some(id), _) => generation
+            .packs
+            .get(id)
+            .ok_or_else(|| not_found("`pack_id` names no loaded pack".into())),
+        (None, Some(id)) => generation
+            .packs
+            .get(id)
+            .ok_or_else(|| not_found(format!("default_pack `{id}` is not loaded"))),
+        (None, None) if generation.packs.len() == 1 => generation
+            .packs
+            .values()
+            .next()
+            .ok_or_else(|| not_found("no pack is loaded".into())),
+        (None, None) => Err(ApiError::bad_request(format!(
+            "{} packs are loaded: name one with `pack_id` (loaded: {})",
+            generation.packs.len(),
+            loaded()
+        ))),
+    }
+}
+
+/// `remedy` of `/v1/evaluate`: display names of what matched, in trigger order.
+#[derive(Debug, Serialize)]
+struct Remedy<'a> {
+    clean_text: &'a str,
+    redacted_categories: Vec<&'a str>,
+}
+
+fn remedy<'a>(d: &'a Decision<'a>) -> Remedy<'a> {
+    let mut categories: Vec<&'a str> = Vec::new();
+    let mut push = |c: &'a str| {
+        if !categories.contains(&c) {
+            categories.push(c);
+        }
+    };
+    for t in &d.triggers {
+        match (t.source, &t.codons) {
+            (Source::Builtin, Some(codes)) => {
+                for code in codes {
+                    if let Some(c) = CODONS.iter().find(|c| c.code == *code) {
+                        push(c.category);
+                    }
+                }
+            }
+            _ => push(t.rule_id),
+        }
+    }
+    Remedy {
+        clean_text: &d.clean_text,
+        redacted_categories: categories,
+    }
+}
+
+#[derive(Serialize)]
+struct SingleAnswer<'a> {
+    #[serde(flatten)]
+    decision: &'a Decision<'a>,
+    generation: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    remedy: Option<Remedy<'a>>,
+}
+
+fn noted(mut resp: Response, d: &Decision<'_>) -> Response {
+    if tracing::enabled!(tracing::Level::DEBUG) {
+        resp.extensions_mut().insert(EvalNote {
+            pack_id: d.pack_id.to_string(),
+            action: d.action.to_string(),
+        });
+    }
+    resp
+}
+
+async fn evaluate_single(state: &AppState, req: Request, with_remedy: bool) -> Response {
+    let body = match read_json(req, state.config.limits.max_body_bytes).await {
+        Ok(b) => b,
+        Err(e) => return e.into_response(),
+    };
+    let (text, pack_id) = match as_object(&body, "the body").and_then(text_and_pack) {
+        Ok(x) => x,
+        Err(m) => return ApiError::bad_request(m).into_response(),
+    };
+    let generation = match serving(state) {
+        Ok(g) => g,
+        Err(e) => return e.into_response(),
+    };
+    let pack = match choose(&generation, pack_id, state.config.default_pack.as_deref()) {
+        Ok(p) => p,
+        Err(e) => return e.into_response(),
+    };
+    let decision = pack.evaluator.evaluate(text);
+    state.metrics.observe_decision(&decision);
+    let answer = SingleAnswer {
+        decision: &decision,
+        generation: generation.number,
+        remedy: with_remedy.then(|| remedy(&decision)),
+    };
+    noted(json_response(StatusCode::OK, &answer), &decision)
+}
+
+async fn evaluate(State(state): State<AppStateRef>, req: Request) -> Response {
+    evaluate_single(&state, req, false).await
+}
+
+async fn evaluate_v1(State(state): State<AppStateRef>, req: Request) -> Response {
+    evaluate_single(&state, req, true).await
+}
+
+#[derive(Serialize)]
+#[serde(untagged)]
+enum BatchResult<'a> {
+    Decision(Decision<'a>),
+    Error {
+        error: &'static str,
+        message: String,
+    },
+}
+
+async fn evaluate_batch(State(state): State<AppStateRef>, req: Request) -> Response {
+    let limits = &state.config.limits;
+    let body = match read_json(req, limits.max_body_bytes).await {
+        Ok(b) => b,
+        Err(e) => return e.into_response(),
+    };
+    let items = match as_object(&body, "the body").and_then(|o| match o.get("items") {
+        Some(Value::Array(items)) => Ok(items),
+        Some(other) => Err(format!(
+            "`items` must be an array, not {}",
+            type_name(other)
+        )),
+        None => Err("`items` is missing".into()),
+    }) {
+        Ok(items) => items,
+        Err(m) => return ApiError::bad_request(m).into_response(),
+    };
+    if items.len() > limits.max_batch_items {
+        return ApiError::bad_request(format!(
+            "the batch has {} items; at most {} are allowed (limits.max_batch_items)",
+            items.len(),
+            limits.max_batch_items
+        ))
+        .into_response();
+    }
+    let generation = match serving(&state) {
+        Ok(g) => g,
+        Err(e) => return e.into_response(),
+    };
+    let default_pack = state.config.default_pack.as_deref();
+    let results: Vec<BatchResult<'_>> = items
+        .iter()
+        .enumerate()
+        .map(|(i, item)| {
+            let chosen = as_object(item, &format!("items[{i}]"))
+                .and_then(text_and_pack)
+                .map_err(|m| ApiError::bad_request(format!("items[{i}]: {m}")))
+                .and_then(|(text, pack_id)| {
+                    choose(&generation, pack_id, default_pack).map(|p| (p, text))
+                });
+            match chosen {
+                Ok((pack, text)) => {
+                    let d = pack.evaluator.evaluate(text);
+                    state.metrics.observe_decision(&d);
+                    BatchResult::Decision(d)
+                }
+                Err(e) => BatchResult::Error {
+                    error: e.name,
+                    message: e.message,
+                },
+            }
+        })
+        .collect();
+    json_response(
+        StatusCode::OK,
+        &json!({"generation": generation.number, "results": results}),
+    )
+}
+
+async fn healthz() -> Response {
+    json_response(StatusCode::OK, &json!({"status": "ok"}))
+}
+
+/// Why the server is not ready, if it is not (SPEC §9.4 `/readyz`).
+fn not_ready(state: &AppState) -> Option<ApiError> {
+    if state.is_draining() {
+        return Some(ApiError::unavailable(
+            "the server is shutting down (draining)",
+        ));
+    }
+    match state.current() {
+        None => Some(ApiError::unavailable("no generation is loaded")),
+        Some(g) if g.expired_at(now_unix()) => Some(g.expired_error().into()),
+        Some(_) => None,
+    }
+}
+
+async fn readyz(State(state): State<AppStateRef>) -> Response {
+    match not_ready(&state) {
+        Some(e) => e.into_response(),
+        None => json_response(
+            StatusCode::OK,
+            &json!({"status": "ready", "generation": state.current().map(|g| g.number)}),
+        ),
+    }
+}
+
+async fn v1_health(State(state): State<AppStateRef>) -> Response {
+    let generation = state.current().map(|g| g.number);
+    match not_ready(&state) {
+        None => json_response(
+            StatusCode::OK,
+            &json!({"status": "healthy", "version": crate::VERSION, "generation": generation}),
+        ),
+        Some(e) => json_response(
+            StatusCode::SERVICE_UNAVAILABLE,
+            &json!({
+                "status": "unavailable",
+                "version": crate::VERSION,
+                "generation": generation,
+                "error": e.name,
+                "message": e.message,
+            }),
+        ),
+    }
+}
+
+fn packs_json(g: &Generation) -> Vec<Value> {
+    g.packs
+        .values()
+        .map(|p| {
+            json!({
+                "pack_id": p.pack_id,
+                "version": p.version,
+                "name": p.name,
+                "sha256": p.sha256,
+                "rules": p.rules.len(),
+            })
+        })
+        .collect()
+}
+
+async fn status(State(state): State<AppStateRef>) -> Response {
+    let now = OffsetDateTime::now_utc();
+    let generation = state.current();
+    let license = generation.as_ref().map(|g| {
+        let l = &g.license;
+        json!({
+            "license_id": l.license_id,
+            "licensee": l.licensee,
+            "tier": l.tier,
+            "not_before": format_time(l.not_before),
+            "not_after": format_time(l.not_after),
+            "seconds_left": l.seconds_left(now),
+            "valid_now": l.window_at(now) == Window::Valid,
+            "issuer_key_id": l.issuer_key_id,
+        })
+    });
+    let body = json!({
+        "version": crate::VERSION,
+        "generation": generation.as_ref().map(|g| g.number),
+        "loaded_at": generation.as_ref().map(|g| format_time(g.loaded_at)),
+        "license": license,
+        "packs": generation.as_deref().map(packs_json).unwrap_or_default(),
+        "last_reload": state.last_reload().as_ref().map(outcome_json),
+    });
+    json_response(StatusCode::OK, &body)
+}
+
+async fn packs(State(state): State<AppStateRef>) -> Response {
+    let packs = state
+        .current()
+        .as_deref()
+        .map(packs_json)
+        .unwrap_or_default();
+    json_response(StatusCode::OK, &json!({ "packs": packs }))
+}
+
+async fn metrics_text(State(state): State<AppStateRef>) -> Response {
+    match state.metrics.render() {
+        Ok(text) => (
+            StatusCode::OK,
+            [(
+                CONTENT_TYPE,
+                HeaderValue::from_static(metrics::CONTENT_TYPE),
+            )],
+            text,
+        )
+            .into_response(),
+        Err(_) => json_response(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            &json!({"error": INTERNAL_ERROR, "message": "the metrics could not be rendered"}),
+        ),
+    }
+}
+
+async fn admin_reload(State(state): State<AppStateRef>) -> Response {
+    let o = reload(&state, Trigger::Admin).await;
+    match o.error {
+        None => json_response(
+            StatusCode::OK,
+            &json!({"result": o.result.as_str(), "generation": o.generation}),
+        ),
+        Some(name) => json_response(
+            StatusCode::CONFLICT,
+            &json!({
+                "result": o.result.as_str(),
+                "error": name,
+                "message": o.message,
+                "generation": o.generation,
+            }),
+        ),
+    }
+}

@@ -1,0 +1,789 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+//! Serve mode through `tower::ServiceExt::oneshot`: every route and every
+//! error status of SPEC §9.4, without a socket.
+
+mod server_support;
+
+use axum::body::{Body, Bytes};
+use axum::http::{HeaderMap, Request, StatusCode};
+use axum::Router;
+use helixor::server::{router, AppState, Config, Generation, Sources, ROUTES};
+use http_body_util::BodyExt;
+use serde_json::{json, Value};
+use server_support::{test_playbook, Fixture, TEST_PACK};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+use time::OffsetDateTime;
+use tower::ServiceExt;
+
+const PII_PACK: &str = "compliance.regulatory_pii_guard.v1";
+
+struct Setup {
+    fx: Fixture,
+    state: Arc<AppState>,
+    app: Router,
+    packs_dir: PathBuf,
+}
+
+/// A generation of the PII pack and the test pack (or only the test pack).
+fn setup_with(both_packs: bool, tweak: impl FnOnce(&mut Config)) -> Setup {
+    let fx = Fixture::new();
+    let license = fx.license();
+    let packs_dir = fx.path().join("packs");
+    if both_packs {
+        fx.packs(&license, &packs_dir, "1.0.0");
+    } else {
+        std::fs::create_dir_all(&packs_dir).unwrap();
+        fx.compile_text(
+            &license,
+            &test_playbook("1.0.0"),
+            &packs_dir.join("ids.hxpack"),
+        );
+    }
+    let mut config = Config::with_packs_dir(&packs_dir);
+    config.license = Some(license);
+    config.issuer_keys = Some(fx.issuer_dir.clone());
+    tweak(&mut config);
+    let generation = Generation::load(&Sources::from_config(&config), 1).unwrap();
+    let state = AppState::new(config, Some(generation)).unwrap();
+    let app = router(Arc::clone(&state));
+    Setup {
+        fx,
+        state,
+        app,
+        packs_dir,
+    }
+}
+
+fn setup() -> Setup {
+    setup_with(true, |_| {})
+}
+
+struct Resp {
+    status: StatusCode,
+    headers: HeaderMap,
+    text: String,
+}
+
+impl Resp {
+    fn json(&self) -> Value {
+        serde_json::from_str(&self.text).unwrap_or_else(|e| panic!("{e}: {}", self.text))
+    }
+
+    fn error(&self) -> String {
+        let v = self.json();
+        assert!(v["message"].is_string(), "{v}");
+        v["error"].as_str().unwrap().to_string()
+    }
+}
+
+async fn send(app: &Router, req: Request<Body>) -> Resp {
+    let resp = app.clone().oneshot(req).await.unwrap();
+    let status = resp.status();
+    let headers = resp.headers().clone();
+    let bytes = resp.into_body().collect().await.unwrap().to_bytes();
+    Resp {
+        status,
+        headers,
+        text: String::from_utf8(bytes.to_vec()).unwrap(),
+    }
+}
+
+async fn get(app: &Router, path: &str) -> Resp {
+    send(app, Request::get(path).body(Body::empty()).unwrap()).await
+}
+
+async fn post_json(app: &Router, path: &str, body: &str) -> Resp {
+    send(
+        app,
+        Request::post(path)
+            .header("content-type", "application/json")
+            .body(Body::from(body.to_string()))
+            .unwrap(),
+    )
+    .await
+}
+
+#[tokio::test]
+async fn every_route_in_the_table_is_served() {
+    let s = setup();
+    for (method, path) in ROUTES {
+        let req = Request::builder()
+            .method(*method)
+            .uri(*path)
+            .header("content-type", "application/json")
+            .body(Body::from(
+                r#"{"text":"x","pack_id":"custom.test_ids.v1","items":[]}"#,
+            ))
+            .unwrap();
+        let r = send(&s.app, req).await;
+        assert_ne!(
+            r.status,
+            StatusCode::NOT_FOUND,
+            "{method} {path}: {}",
+            r.text
+        );
+        assert_ne!(r.status, StatusCode::METHOD_NOT_ALLOWED, "{method} {path}");
+    }
+}
+
+#[tokio::test]
+async fn evaluate_returns_the_decision_and_the_generation() {
+    let s = setup();
+    let r = post_json(
+        &s.app,
+        "/evaluate",
+        r#"{"text": "See TCK-123456 or mail bob@example.com", "pack_id": "custom.test_ids.v1"}"#,
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    assert_eq!(r.headers["content-type"], "application/json");
+    let d = r.json();
+    assert_eq!(d["action"], "redact_ticket_id");
+    assert_eq!(d["severity"], "WARNING");
+    assert_eq!(
+        d["clean_text"],
+        "See [REDACTED_TICKET_ID] or mail [REDACTED_EMAIL]"
+    );
+    assert_eq!(d["pack_id"], TEST_PACK);
+    assert_eq!(d["pack_version"], "1.0.0");
+    assert_eq!(d["generation"], 1);
+    assert_eq!(d["triggers"][0]["spans"], json!([[4, 14]]));
+    assert!(d["receipt_hash"].as_str().unwrap().starts_with("hx_proof_"));
+    assert!(d["latency_us"].is_number());
+    assert!(d.get("remedy").is_none());
+    let keys: Vec<&str> = d.as_object().unwrap().keys().map(String::as_str).collect();
+    assert_eq!(keys.len(), 11, "{keys:?}");
+}
+
+#[tokio::test]
+async fn v1_evaluate_adds_remedy_with_categories_in_trigger_order() {
+    let s = setup();
+    let r = post_json(
+        &s.app,
+        "/v1/evaluate",
+        r#"{"text": "TCK-123456 ssn 123-45-6789 ip 10.1.2.3 mail a@b.io", "pack_id": "custom.test_ids.v1"}"#,
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::OK);
+    let d = r.json();
+    assert_eq!(d["action"], "block_glba_ssn_leakage");
+    assert_eq!(d["generation"], 1);
+    assert_eq!(
+        d["remedy"],
+        json!({
+            "clean_text": "[BLOCKED: Prohibited Content]",
+            "redacted_categories": ["ticket_id", "SSN (GLBA/FCRA)", "Email (GDPR/CCPA)", "IP Address (GDPR)"]
+        })
+    );
+}
+
+#[tokio::test]
+async fn pack_choice_rules() {
+    // Two packs and no pack_id: 400; unknown: 404; default_pack: used.
+    let s = setup();
+    let r = post_json(&s.app, "/evaluate", r#"{"text": "hi"}"#).await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    assert_eq!(r.error(), "InvalidRequestError");
+    assert!(r.json()["message"].as_str().unwrap().contains("pack_id"));
+    let r = post_json(
+        &s.app,
+        "/evaluate",
+        r#"{"text": "hi", "pack_id": "nope.v1"}"#,
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND);
+    assert_eq!(r.error(), "PackNotFoundError");
+    let r = post_json(&s.app, "/evaluate", r#"{"text": "hi", "pack_id": null}"#).await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+
+    let s = setup_with(true, |c| c.default_pack = Some(PII_PACK.into()));
+    let r = post_json(&s.app, "/evaluate", r#"{"text": "hi"}"#).await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert_eq!(r.json()["pack_id"], PII_PACK);
+
+    let s = setup_with(true, |c| c.default_pack = Some("gone.v1".into()));
+    let r = post_json(&s.app, "/evaluate", r#"{"text": "hi"}"#).await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND);
+    assert_eq!(r.error(), "PackNotFoundError");
+
+    // One pack: no pack_id needed.
+    let s = setup_with(false, |_| {});
+    let r = post_json(&s.app, "/evaluate", r#"{"text": "TCK-000001"}"#).await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert_eq!(r.json()["pack_id"], TEST_PACK);
+}
+
+#[tokio::test]
+async fn bad_bodies_are_400_and_never_echo_the_payload() {
+    let s = setup_with(false, |_| {});
+    let secret = "SECRET-123-45-6789";
+    for body in [
+        format!(r#"{{"text": "{secret}""#),
+        format!(r#"["{secret}"]"#),
+        "42".to_string(),
+        format!(r#""{secret}""#),
+        format!(r#"{{"txt": "{secret}"}}"#),
+        r#"{"text": 5}"#.to_string(),
+        r#"{"text": null}"#.to_string(),
+        format!(r#"{{"text": "{secret}", "pack_id": 7}}"#),
+        format!(r#"{{"text": "{secret}", "pack_id": ["{secret}"]}}"#),
+        String::new(),
+        "\u{0}\u{1}".to_string(),
+    ] {
+        let r = post_json(&s.app, "/evaluate", &body).await;
+        assert_eq!(r.status, StatusCode::BAD_REQUEST, "{body}: {}", r.text);
+        assert_eq!(r.error(), "InvalidRequestError");
+        assert!(!r.text.contains("SECRET"), "{}", r.text);
+        assert!(!r.text.contains("123-45"), "{}", r.text);
+    }
+    let r = send(
+        &s.app,
+        Request::post("/evaluate")
+            .header("content-type", "application/json")
+            .body(Body::from(vec![b'"', 0xff, 0xfe, b'"']))
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+}
+
+#[tokio::test]
+async fn content_type_is_checked_415() {
+    let s = setup_with(false, |_| {});
+    let r = send(
+        &s.app,
+        Request::post("/evaluate")
+            .body(Body::from(r#"{"text":"x"}"#))
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::UNSUPPORTED_MEDIA_TYPE);
+    assert_eq!(r.error(), "UnsupportedMediaTypeError");
+    for ct in ["text/plain", "application/x-www-form-urlencoded", "json"] {
+        let r = send(
+            &s.app,
+            Request::post("/evaluate/batch")
+                .header("content-type", ct)
+                .body(Body::from(r#"{"items":[]}"#))
+                .unwrap(),
+        )
+        .await;
+        assert_eq!(r.status, StatusCode::UNSUPPORTED_MEDIA_TYPE, "{ct}");
+        assert_eq!(r.error(), "UnsupportedMediaTypeError");
+    }
+    for ct in [
+        "application/json; charset=utf-8",
+        "Application/JSON",
+        "application/vnd.x+json",
+    ] {
+        let r = send(
+            &s.app,
+            Request::post("/v1/evaluate")
+                .header("content-type", ct)
+                .body(Body::from(r#"{"text":"x"}"#))
+                .unwrap(),
+        )
+        .await;
+        assert_eq!(r.status, StatusCode::OK, "{ct}");
+    }
+}
+
+#[tokio::test]
+async fn bodies_over_the_limit_are_413() {
+    let s = setup_with(false, |c| c.limits.max_body_bytes = 64);
+    let big = format!(r#"{{"text": "{}"}}"#, "a".repeat(100));
+    let r = post_json(&s.app, "/evaluate", &big).await;
+    assert_eq!(r.status, StatusCode::PAYLOAD_TOO_LARGE);
+    assert_eq!(r.error(), "PayloadTooLargeError");
+    assert!(!r.text.contains("aaaa"));
+    // Without Content-Length (a streamed body).
+    let r = send(
+        &s.app,
+        Request::post("/evaluate/batch")
+            .header("content-type", "application/json")
+            .body(chunked_body(big.clone()).await)
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::PAYLOAD_TOO_LARGE, "{}", r.text);
+    assert_eq!(r.error(), "PayloadTooLargeError");
+    let r = post_json(&s.app, "/evaluate", r#"{"text": "small"}"#).await;
+    assert_eq!(r.status, StatusCode::OK);
+}
+
+/// A body sent in one chunk without `Content-Length`.
+async fn chunked_body(text: String) -> Body {
+    let (mut tx, body) = http_body_util::channel::Channel::<Bytes, std::io::Error>::new(1);
+    tx.send_data(Bytes::from(text)).await.unwrap();
+    drop(tx);
+    Body::new(body)
+}
+
+/// A body whose first chunk arrives and whose end never does (while the
+/// returned sender lives).
+async fn endless_body() -> (Body, http_body_util::channel::Sender<Bytes, std::io::Error>) {
+    let (mut tx, body) = http_body_util::channel::Channel::<Bytes, std::io::Error>::new(1);
+    tx.send_data(Bytes::from_static(b"{\"text\": "))
+        .await
+        .unwrap();
+    (Body::new(body), tx)
+}
+
+#[tokio::test]
+async fn unknown_routes_are_404_and_wrong_methods_405() {
+    let s = setup();
+    for path in ["/", "/nope", "/evaluate/", "/v2/evaluate", "/admin"] {
+        let r = get(&s.app, path).await;
+        assert_eq!(r.status, StatusCode::NOT_FOUND, "{path}");
+        assert_eq!(r.error(), "NotFoundError");
+    }
+    let r = get(&s.app, "/evaluate").await;
+    assert_eq!(r.status, StatusCode::METHOD_NOT_ALLOWED);
+    assert_eq!(r.error(), "MethodNotAllowedError");
+    assert_eq!(r.headers["allow"], "POST");
+    for method in ["POST", "PUT", "DELETE", "PATCH"] {
+        let r = send(
+            &s.app,
+            Request::builder()
+                .method(method)
+                .uri("/healthz")
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await;
+        assert_eq!(r.status, StatusCode::METHOD_NOT_ALLOWED, "{method}");
+        assert_eq!(r.headers["allow"], "GET, HEAD");
+        assert_eq!(r.error(), "MethodNotAllowedError");
+    }
+    let r = send(
+        &s.app,
+        Request::head("/healthz").body(Body::empty()).unwrap(),
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn request_ids_are_generated_or_propagated() {
+    let s = setup();
+    let r = get(&s.app, "/healthz").await;
+    let id = r.headers["x-request-id"].to_str().unwrap();
+    assert!(id.len() >= 16, "{id}");
+    let r = send(
+        &s.app,
+        Request::get("/nope")
+            .header("x-request-id", "abc-123")
+            .body(Body::empty())
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(r.headers["x-request-id"], "abc-123");
+    let r = post_json(&s.app, "/evaluate", "{").await;
+    assert!(r.headers.contains_key("x-request-id"));
+}
+
+#[tokio::test]
+async fn batch_evaluates_every_item_from_one_generation() {
+    let s = setup_with(true, |c| c.limits.max_batch_items = 4);
+    let r = post_json(
+        &s.app,
+        "/evaluate/batch",
+        r#"{"items": [
+            {"text": "TCK-123456", "pack_id": "custom.test_ids.v1"},
+            {"text": "hello", "pack_id": "compliance.regulatory_pii_guard.v1"},
+            42,
+            {"text": "x", "pack_id": "nope.v1"}
+        ]}"#,
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    let v = r.json();
+    assert_eq!(v["generation"], 1);
+    let results = v["results"].as_array().unwrap();
+    assert_eq!(results.len(), 4);
+    assert_eq!(results[0]["action"], "redact_ticket_id");
+    assert!(results[0].get("generation").is_none());
+    assert_eq!(results[1]["action"], "permit_clean_payload");
+    assert_eq!(results[2]["error"], "InvalidRequestError");
+    assert_eq!(results[3]["error"], "PackNotFoundError");
+    // No pack_id with two packs: a per-item error.
+    let r = post_json(
+        &s.app,
+        "/evaluate/batch",
+        r#"{"items": [{"text": "a"}, {"txt": 1}]}"#,
+    )
+    .await;
+    let v = r.json();
+    assert_eq!(v["results"][0]["error"], "InvalidRequestError");
+    assert_eq!(v["results"][1]["error"], "InvalidRequestError");
+
+    let r = post_json(&s.app, "/evaluate/batch", r#"{"items": []}"#).await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert_eq!(r.json()["results"], json!([]));
+
+    let five = r#"{"items": [{"text":"a"},{"text":"a"},{"text":"a"},{"text":"a"},{"text":"a"}]}"#;
+    let r = post_json(&s.app, "/evaluate/batch", five).await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    assert_eq!(r.error(), "InvalidRequestError");
+    for bad in [
+        r#"{"items": {}}"#,
+        r#"{"text": "x"}"#,
+        "[]",
+        r#"{"items": "abc"}"#,
+    ] {
+        let r = post_json(&s.app, "/evaluate/batch", bad).await;
+        assert_eq!(r.status, StatusCode::BAD_REQUEST, "{bad}");
+        assert_eq!(r.error(), "InvalidRequestError");
+    }
+}
+
+#[tokio::test]
+async fn probes_status_packs_and_metrics() {
+    let s = setup();
+    let r = get(&s.app, "/healthz").await;
+    assert_eq!(
+        (r.status, r.json()),
+        (StatusCode::OK, json!({"status": "ok"}))
+    );
+    let r = get(&s.app, "/readyz").await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert_eq!(r.json(), json!({"status": "ready", "generation": 1}));
+    let r = get(&s.app, "/v1/health").await;
+    assert_eq!(
+        r.json(),
+        json!({"status": "healthy", "version": helixor::VERSION, "generation": 1})
+    );
+
+    let r = get(&s.app, "/v1/status").await;
+    assert_eq!(r.status, StatusCode::OK);
+    let v = r.json();
+    assert_eq!(v["version"], helixor::VERSION);
+    assert_eq!(v["generation"], 1);
+    assert!(v["loaded_at"].as_str().unwrap().ends_with('Z'));
+    assert_eq!(v["last_reload"], Value::Null);
+    let lic = &v["license"];
+    assert_eq!(lic["license_id"], "lic_test_0");
+    assert_eq!(lic["valid_now"], true);
+    assert!(lic["seconds_left"].as_i64().unwrap() > 0);
+    assert_eq!(lic["issuer_key_id"], "test-issuer");
+    assert!(lic.get("content_key").is_none());
+    let packs = v["packs"].as_array().unwrap();
+    assert_eq!(packs.len(), 2);
+    assert_eq!(packs[0]["pack_id"], PII_PACK);
+    assert_eq!(packs[1]["rules"], 1);
+    // No key material anywhere.
+    let license_text = std::fs::read_to_string(s.state.config.license.clone().unwrap()).unwrap();
+    let lic_json: Value = serde_json::from_str(&license_text).unwrap();
+    let key = lic_json["content_key"].as_str().unwrap();
+    assert!(!r.text.contains(key));
+
+    let r = get(&s.app, "/v1/packs").await;
+    assert_eq!(r.json()["packs"], v["packs"]);
+
+    post_json(
+        &s.app,
+        "/evaluate",
+        r#"{"text":"TCK-123456","pack_id":"custom.test_ids.v1"}"#,
+    )
+    .await;
+    get(&s.app, "/does/not/exist").await;
+    let r = get(&s.app, "/metrics").await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert!(r.headers["content-type"]
+        .to_str()
+        .unwrap()
+        .starts_with("text/plain"));
+    for needle in [
+        "helixor_build_info{version=\"",
+        "helixor_generation 1",
+        "helixor_packs_loaded 2",
+        "helixor_last_reload_successful 1",
+        "helixor_license_expiry_timestamp_seconds ",
+        "helixor_last_reload_success_timestamp_seconds ",
+        "helixor_reloads_total{result=\"success\"} 0",
+        "helixor_evaluations_total{action=\"redact_ticket_id\",pack_id=\"custom.test_ids.v1\"} 1",
+        "helixor_triggers_total{pack_id=\"custom.test_ids.v1\",rule_id=\"ticket_id\",severity=\"WARNING\"} 1",
+        "helixor_evaluation_duration_seconds_bucket{le=\"0.000001\"}",
+        "helixor_http_requests_total{method=\"POST\",route=\"/evaluate\",status=\"200\"} 1",
+        "helixor_http_requests_total{method=\"GET\",route=\"unmatched\",status=\"404\"} 1",
+        "helixor_http_request_duration_seconds_count{route=\"/evaluate\"} 1",
+    ] {
+        assert!(r.text.contains(needle), "{needle} missing:\n{}", r.text);
+    }
+    assert!(!r.text.contains("/does/not/exist"));
+}
+
+#[tokio::test]
+async fn admin_reload_success_unchanged_and_failure() {
+    let s = setup_with(false, |_| {});
+    let r = post_json(&s.app, "/admin/reload", "").await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert_eq!(r.json(), json!({"result": "unchanged", "generation": 1}));
+
+    // A new pack: success, generation 2.
+    let license = s.state.config.license.clone().unwrap();
+    s.fx.compile_text(
+        &license,
+        helixor::builtins::EXAMPLE_PLAYBOOK_YAML,
+        &s.packs_dir.join("pii.hxpack"),
+    );
+    let r = send(
+        &s.app,
+        Request::post("/admin/reload").body(Body::empty()).unwrap(),
+    )
+    .await;
+    assert_eq!(r.json(), json!({"result": "success", "generation": 2}));
+    let r = post_json(
+        &s.app,
+        "/evaluate",
+        r#"{"text":"x","pack_id":"compliance.regulatory_pii_guard.v1"}"#,
+    )
+    .await;
+    assert_eq!(r.json()["generation"], 2);
+
+    // A corrupted pack: 409, generation 2 keeps serving.
+    std::fs::write(s.packs_dir.join("zz.hxpack"), b"HXPK garbage").unwrap();
+    let r = post_json(&s.app, "/admin/reload", "").await;
+    assert_eq!(r.status, StatusCode::CONFLICT);
+    let v = r.json();
+    assert_eq!(v["result"], "failure");
+    assert_eq!(v["error"], "PackFormatError");
+    assert_eq!(v["generation"], 2);
+    assert!(v["message"].as_str().unwrap().contains("zz.hxpack"));
+    let r = get(&s.app, "/v1/status").await;
+    let st = r.json();
+    assert_eq!(st["generation"], 2);
+    assert_eq!(st["last_reload"]["result"], "failure");
+    assert_eq!(st["last_reload"]["error"], "PackFormatError");
+    let r = get(&s.app, "/metrics").await;
+    assert!(r
+        .text
+        .contains("helixor_reloads_total{result=\"failure\"} 1"));
+    assert!(r
+        .text
+        .contains("helixor_reloads_total{result=\"success\"} 1"));
+    assert!(r
+        .text
+        .contains("helixor_reloads_total{result=\"unchanged\"} 1"));
+    assert!(r.text.contains("helixor_last_reload_successful 0"));
+
+    // Duplicate pack ids: PackFormatError naming both files.
+    std::fs::remove_file(s.packs_dir.join("zz.hxpack")).unwrap();
+    std::fs::copy(
+        s.packs_dir.join("ids.hxpack"),
+        s.packs_dir.join("ids2.hxpack"),
+    )
+    .unwrap();
+    let r = post_json(&s.app, "/admin/reload", "").await;
+    let v = r.json();
+    assert_eq!(v["error"], "PackFormatError");
+    let m = v["message"].as_str().unwrap();
+    assert!(m.contains("ids.hxpack") && m.contains("ids2.hxpack"), "{m}");
+
+    // Empty packs directory: PackNotFoundError.
+    for f in std::fs::read_dir(&s.packs_dir).unwrap() {
+        std::fs::remove_file(f.unwrap().path()).unwrap();
+    }
+    let r = post_json(&s.app, "/admin/reload", "").await;
+    assert_eq!(r.json()["error"], "PackNotFoundError");
+    // A license replaced by garbage: LicenseError, still generation 2.
+    std::fs::write(&license, b"not a license").unwrap();
+    let r = post_json(&s.app, "/admin/reload", "").await;
+    assert_eq!(r.status, StatusCode::CONFLICT);
+    assert_eq!(r.json()["error"], "LicenseError");
+    let r = post_json(
+        &s.app,
+        "/evaluate",
+        r#"{"text":"x","pack_id":"custom.test_ids.v1"}"#,
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert_eq!(r.json()["generation"], 2);
+}
+
+#[tokio::test]
+async fn no_generation_is_503_service_unavailable() {
+    let fx = Fixture::new();
+    let mut config = Config::with_packs_dir(fx.path().join("none"));
+    config.license = Some(fx.path().join("missing.hxlic"));
+    let state = AppState::new(config, None).unwrap();
+    let app = router(state);
+    let r = post_json(&app, "/evaluate", r#"{"text":"x"}"#).await;
+    assert_eq!(r.status, StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(r.error(), "ServiceUnavailableError");
+    let r = post_json(&app, "/evaluate/batch", r#"{"items":[]}"#).await;
+    assert_eq!(r.status, StatusCode::SERVICE_UNAVAILABLE);
+    let r = get(&app, "/readyz").await;
+    assert_eq!(r.status, StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(r.error(), "ServiceUnavailableError");
+    let r = get(&app, "/v1/health").await;
+    assert_eq!(r.status, StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(r.json()["status"], "unavailable");
+    let r = get(&app, "/v1/status").await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert_eq!(r.json()["generation"], Value::Null);
+    assert_eq!(get(&app, "/healthz").await.status, StatusCode::OK);
+    let r = post_json(&app, "/admin/reload", "").await;
+    assert_eq!(r.status, StatusCode::CONFLICT);
+    assert_eq!(r.json()["error"], "LicenseNotFoundError");
+    assert_eq!(r.json()["generation"], 0);
+}
+
+#[tokio::test]
+async fn expired_license_is_503_license_expired_but_status_answers() {
+    let fx = Fixture::new();
+    let now = OffsetDateTime::now_utc().replace_nanosecond(0).unwrap();
+    let license = fx.license_window(
+        now - time::Duration::hours(2),
+        now - time::Duration::hours(1),
+    );
+    let packs_dir = fx.path().join("packs");
+    std::fs::create_dir_all(&packs_dir).unwrap();
+    fx.compile_text(&license, &test_playbook("1"), &packs_dir.join("ids.hxpack"));
+    let mut config = Config::with_packs_dir(&packs_dir);
+    config.license = Some(license);
+    config.issuer_keys = Some(fx.issuer_dir.clone());
+    let sources = Sources::from_config(&config);
+    // Loaded while it was valid (90 minutes ago), expired now.
+    let generation = Generation::build(
+        helixor::server::generation::Snapshot::read(&sources),
+        1,
+        now - time::Duration::minutes(90),
+    )
+    .unwrap();
+    let app = router(AppState::new(config, Some(generation)).unwrap());
+    let r = post_json(&app, "/evaluate", r#"{"text":"x"}"#).await;
+    assert_eq!(r.status, StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(r.error(), "LicenseExpiredError");
+    let r = post_json(&app, "/v1/evaluate", r#"{"text":"x"}"#).await;
+    assert_eq!(r.error(), "LicenseExpiredError");
+    let r = post_json(&app, "/evaluate/batch", r#"{"items":[{"text":"x"}]}"#).await;
+    assert_eq!(r.status, StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(r.error(), "LicenseExpiredError");
+    let r = get(&app, "/readyz").await;
+    assert_eq!(r.status, StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(r.error(), "LicenseExpiredError");
+    let r = get(&app, "/v1/status").await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert_eq!(r.json()["license"]["valid_now"], false);
+    assert_eq!(r.json()["license"]["seconds_left"], 0);
+    assert_eq!(get(&app, "/metrics").await.status, StatusCode::OK);
+    assert_eq!(get(&app, "/healthz").await.status, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn draining_turns_readiness_off_but_keeps_serving() {
+    let s = setup_with(false, |_| {});
+    s.state.begin_drain();
+    let r = get(&s.app, "/readyz").await;
+    assert_eq!(r.status, StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(r.error(), "ServiceUnavailableError");
+    let r = post_json(&s.app, "/evaluate", r#"{"text":"x"}"#).await;
+    assert_eq!(r.status, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn bearer_tokens_401_and_exempt_probes() {
+    let fx_tokens = tempfile::tempdir().unwrap();
+    let tokens = fx_tokens.path().join("tokens");
+    let hashed = {
+        use sha2::Digest;
+        hex::encode(sha2::Sha256::digest(b"hashed-token"))
+    };
+    std::fs::write(&tokens, format!("# tokens\nraw-token\nsha256:{hashed}\n")).unwrap();
+    let s = setup_with(false, |c| c.tokens_file = Some(tokens.clone()));
+    let call = |auth: Option<&'static str>| {
+        let mut b = Request::post("/evaluate").header("content-type", "application/json");
+        if let Some(a) = auth {
+            b = b.header("authorization", a);
+        }
+        b.body(Body::from(r#"{"text":"x"}"#)).unwrap()
+    };
+    for auth in [
+        None,
+        Some("Bearer wrong"),
+        Some("raw-token"),
+        Some("Basic raw-token"),
+        Some("Bearer "),
+    ] {
+        let r = send(&s.app, call(auth)).await;
+        assert_eq!(r.status, StatusCode::UNAUTHORIZED, "{auth:?}");
+        assert_eq!(r.error(), "UnauthorizedError");
+        assert_eq!(r.headers["www-authenticate"], "Bearer");
+    }
+    for auth in [
+        "Bearer raw-token",
+        "Bearer hashed-token",
+        "bearer raw-token",
+    ] {
+        let r = send(&s.app, call(Some(auth))).await;
+        assert_eq!(r.status, StatusCode::OK, "{auth}");
+    }
+    for path in ["/healthz", "/readyz", "/metrics", "/v1/health"] {
+        assert_eq!(get(&s.app, path).await.status, StatusCode::OK, "{path}");
+    }
+    for path in ["/v1/status", "/v1/packs"] {
+        assert_eq!(
+            get(&s.app, path).await.status,
+            StatusCode::UNAUTHORIZED,
+            "{path}"
+        );
+    }
+    let r = post_json(&s.app, "/admin/reload", "").await;
+    assert_eq!(r.status, StatusCode::UNAUTHORIZED);
+    // Re-read on reload: the new token works after /admin/reload.
+    std::fs::write(&tokens, "new-token\n").unwrap();
+    let r = send(
+        &s.app,
+        Request::post("/admin/reload")
+            .header("authorization", "Bearer raw-token")
+            .body(Body::empty())
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(r.json()["result"], "success");
+    assert_eq!(
+        send(&s.app, call(Some("Bearer raw-token"))).await.status,
+        StatusCode::UNAUTHORIZED
+    );
+    assert_eq!(
+        send(&s.app, call(Some("Bearer new-token"))).await.status,
+        StatusCode::OK
+    );
+}
+
+#[tokio::test]
+async fn concurrency_limit_503_and_timeout_503() {
+    let s = setup_with(false, |c| {
+        c.limits.max_concurrency = 1;
+        c.limits.request_timeout_ms = 1500;
+    });
+    // One request holds the only slot (its body never ends).
+    let app = s.app.clone();
+    let (body, _sender) = endless_body().await;
+    let held = tokio::spawn(async move {
+        send(
+            &app,
+            Request::post("/evaluate")
+                .header("content-type", "application/json")
+                .body(body)
+                .unwrap(),
+        )
+        .await
+    });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let r = post_json(&s.app, "/evaluate", r#"{"text":"x"}"#).await;
+    assert_eq!(r.status, StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(r.error(), "ServiceUnavailableError");
+    // Probes are not limited.
+    assert_eq!(get(&s.app, "/healthz").await.status, StatusCode::OK);
+    // The held request times out: 503 JSON.
+    let r = held.await.unwrap();
+    assert_eq!(r.status, StatusCode::SERVICE_UNAVAILABLE, "{}", r.text);
+    assert_eq!(r.error(), "ServiceUnavailableError");
+    // The slot is free again.
+    let r = post_json(&s.app, "/evaluate", r#"{"text":"x"}"#).await;
+    assert_eq!(r.status, StatusCode::OK);
+}
