@@ -6,7 +6,7 @@
 use crate::compiler;
 use crate::container::{read_pack_file, SealedPack};
 use crate::engine::Decision;
-use crate::error::Named;
+use crate::error::{ErrorName, Named};
 use crate::license::{self, format_time, IssuerKeys, License, Window};
 use crate::manifest;
 use crate::pack::{load_pack_file, LoadedPack};
@@ -193,6 +193,10 @@ fn strip_one_newline(mut s: String) -> String {
 pub fn run(args: &RunArgs, stdin: &mut dyn Read, out: &mut dyn Write) -> Result<u8, Error> {
     let license = args.license.load(OffsetDateTime::now_utc())?;
     let packs = load_packs(&args.packs, &license)?;
+    if let Some(id) = &args.pack_id {
+        // A `--pack-id` naming no loaded pack fails up front, `--jsonl` too.
+        choose_pack(&packs, Some(id))?;
+    }
     if args.jsonl {
         return run_jsonl(args, &packs, stdin, out);
     }
@@ -220,16 +224,37 @@ pub fn run(args: &RunArgs, stdin: &mut dyn Read, out: &mut dyn Write) -> Result<
     Ok(0)
 }
 
-fn line_error(message: &str) -> String {
-    json_line(&json!({"error": "InvalidRequestError", "message": message}))
+fn line_error(name: ErrorName, message: &str) -> String {
+    json_line(&json!({"error": name.as_str(), "message": message}))
 }
 
-/// One `--jsonl` line to a decision, or the reason it cannot be read.
+/// One `--jsonl` line to a decision, or the error of that line: a line that
+/// cannot be read (or names no pack while several are loaded) is an
+/// `InvalidRequestError`, one naming a pack that is not loaded a
+/// `PackNotFoundError` (SPEC §4.3).
 fn jsonl_decision<'p>(
     line: &[u8],
     packs: &'p [LoadedPack],
     default_id: Option<&str>,
-) -> Result<Decision<'p>, String> {
+) -> Result<Decision<'p>, (ErrorName, String)> {
+    let (payload, pack_id) =
+        jsonl_request(line).map_err(|m| (ErrorName::InvalidRequestError, m))?;
+    let chosen = pack_id.as_deref().or(default_id);
+    if chosen.is_none() && packs.len() > 1 {
+        return Err((
+            ErrorName::InvalidRequestError,
+            format!(
+                "the line names no `pack_id` and {} packs are loaded",
+                packs.len()
+            ),
+        ));
+    }
+    let pack = choose_pack(packs, chosen).map_err(|e| (e.name(), e.to_string()))?;
+    Ok(pack.evaluator.evaluate(&payload))
+}
+
+/// Reads one `--jsonl` line: a JSON string, or `{"text", "pack_id"?}`.
+fn jsonl_request(line: &[u8]) -> Result<(String, Option<String>), String> {
     let text = std::str::from_utf8(line).map_err(|_| "line is not valid UTF-8".to_string())?;
     let value: Value =
         serde_json::from_str(text).map_err(|e| format!("line is not valid JSON: {e}"))?;
@@ -250,8 +275,7 @@ fn jsonl_decision<'p>(
         }
         _ => return Err("line is neither a JSON string nor an object with `text`".into()),
     };
-    let pack = choose_pack(packs, pack_id.as_deref().or(default_id)).map_err(|e| e.to_string())?;
-    Ok(pack.evaluator.evaluate(&payload))
+    Ok((payload, pack_id))
 }
 
 fn run_jsonl(
@@ -301,9 +325,9 @@ fn run_jsonl(
         }
         let text = match jsonl_decision(l, packs, args.pack_id.as_deref()) {
             Ok(d) => json_line(&d),
-            Err(message) => {
+            Err((name, message)) => {
                 all_ok = false;
-                line_error(&message)
+                line_error(name, &message)
             }
         };
         writeln!(out, "{text}").map_err(|e| Error::Io(format!("cannot write to stdout: {e}")))?;
@@ -320,6 +344,11 @@ pub fn inspect(
     as_json: bool,
     out: &mut dyn Write,
 ) -> Result<(), Error> {
+    // With a license, SPEC §5 order: the license is checked before the pack.
+    let license = match lic {
+        Some(lic) => Some(lic.load(OffsetDateTime::now_utc())?),
+        None => None,
+    };
     let bytes = read_pack_file(pack_path)?;
     let name = pack_path.display().to_string();
     let sealed = SealedPack::parse(&bytes, &name)?;
@@ -330,9 +359,8 @@ pub fn inspect(
         "sha256": hex::encode(sealed.sha256),
         "loaded": false,
     });
-    if let Some(lic) = lic {
-        let license = lic.load(OffsetDateTime::now_utc())?;
-        let pack = crate::pack::load_pack(&bytes, &name, &license)?;
+    if let Some(license) = &license {
+        let pack = crate::pack::load_pack(&bytes, &name, license)?;
         let entry = manifest::pack_entry(&pack.doc, &pack.rule_actions(), &pack.solvers);
         report["loaded"] = json!(true);
         report["version"] = json!(pack.version);

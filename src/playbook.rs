@@ -85,7 +85,10 @@ pub fn parse_yaml(bytes: &[u8], name: &str) -> Result<Map<String, Value>, Playbo
         )));
     }
     let yaml: serde_yaml::Value = serde_yaml::from_slice(bytes).map_err(|e| {
-        PlaybookError::Compiler(format!("Failed to parse YAML playbook: {name}: {e}"))
+        PlaybookError::Compiler(format!(
+            "Failed to parse YAML playbook: {name}: {e}{}",
+            error_key_hint(bytes, &e)
+        ))
     })?;
     let root_kind = match &yaml {
         serde_yaml::Value::Mapping(_) => None,
@@ -103,6 +106,42 @@ pub fn parse_yaml(bytes: &[u8], name: &str) -> Result<Map<String, Value>, Playbo
         _ => Err(PlaybookError::Compiler(format!(
             "Failed to parse YAML playbook: {name}: the root is not a mapping"
         ))),
+    }
+}
+
+/// Names the key on the line of a YAML error, so the message names the field:
+/// ` (line 5: key `description`; quote values that contain ": ")`.
+fn error_key_hint(bytes: &[u8], e: &serde_yaml::Error) -> String {
+    let what = e.to_string();
+    let Some(line_no) = e.location().map(|l| l.line()) else {
+        return String::new();
+    };
+    if what.contains("duplicate entry") {
+        // Already names the key; the location is the mapping's start.
+        return String::new();
+    }
+    let key = std::str::from_utf8(bytes)
+        .ok()
+        .and_then(|text| text.lines().nth(line_no.checked_sub(1)?))
+        .and_then(|line| {
+            let mut t = line.trim_start();
+            while let Some(rest) = t.strip_prefix("- ") {
+                t = rest.trim_start();
+            }
+            let (key, _) = t.split_once(':')?;
+            let key = key.trim().trim_matches(|c| c == '"' || c == '\'');
+            let plain = !key.is_empty()
+                && key.len() <= 64
+                && !key.starts_with('#')
+                && !key.contains(char::is_whitespace);
+            plain.then(|| key.to_string())
+        });
+    match key {
+        None => String::new(),
+        Some(key) if what.contains("mapping values are not allowed") => {
+            format!(" (line {line_no}: key `{key}`; quote values that contain \": \")")
+        }
+        Some(key) => format!(" (line {line_no}: key `{key}`)"),
     }
 }
 

@@ -281,8 +281,8 @@ impl License {
             Ok(())
         } else {
             Err(LicenseError::Entitlement(format!(
-                "license {} does not allow pack `{pack_id}`: it is not in licensed_packs and the license lacks the {FEATURE_CUSTOM_COMPILATION} feature",
-                self.license_id
+                "license {} ({}) does not allow pack `{pack_id}`: it matches no `licensed_packs` pattern and the license lacks the `{FEATURE_CUSTOM_COMPILATION}` feature",
+                self.source, self.license_id
             )))
         }
     }
@@ -293,8 +293,8 @@ impl License {
             let s = s.as_ref();
             if !crate::glob::any_matches(&self.licensed_solvers, s) {
                 return Err(LicenseError::Entitlement(format!(
-                    "license {} does not allow solver `{s}`: it matches no licensed_solvers pattern",
-                    self.license_id
+                    "license {} ({}) does not allow solver `{s}`: it matches no `licensed_solvers` pattern",
+                    self.source, self.license_id
                 )));
             }
         }
