@@ -9,8 +9,16 @@ use helixor::Evaluator;
 use serde_json::Value;
 use std::path::Path;
 
-const COMPARED: [&str; 8] =
-    ["action", "severity", "reason", "clean_text", "triggers", "invariants_passed", "pack_version", "receipt_hash"];
+const COMPARED: [&str; 8] = [
+    "action",
+    "severity",
+    "reason",
+    "clean_text",
+    "triggers",
+    "invariants_passed",
+    "pack_version",
+    "receipt_hash",
+];
 
 fn evaluator(playbook: &Path) -> Evaluator {
     let name = playbook.display().to_string();
@@ -34,7 +42,9 @@ fn golden_cases() {
     let mut count = 0;
     for file in &files {
         let spec: Value = serde_yaml::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
-        let playbook = root.join("fixtures").join(spec["playbook"].as_str().unwrap());
+        let playbook = root
+            .join("fixtures")
+            .join(spec["playbook"].as_str().unwrap());
         let e = evaluator(&playbook);
         for case in spec["cases"].as_array().unwrap() {
             count += 1;
@@ -56,5 +66,10 @@ fn golden_cases() {
         }
     }
     assert!(count >= 50, "only {count} golden cases ran");
-    assert!(failures.is_empty(), "{} golden mismatches:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} golden mismatches:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }
