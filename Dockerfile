@@ -42,6 +42,7 @@ RUN mkdir -p src benches \
 
 # 2. The real sources. `touch` makes their modification times newer than the
 #    stub build's so cargo always rebuilds the crate itself.
+COPY assets ./assets
 COPY src ./src
 COPY benches ./benches
 RUN touch src/main.rs src/lib.rs \
