@@ -319,6 +319,11 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, Error> {
         Command::License {
             command: LicenseCommand::Keygen { key_id, out: dir },
         } => {
+            if key_id.is_empty() || key_id.starts_with('.') || key_id.contains(['/', '\\']) {
+                return Err(Error::Usage(format!(
+                    "--key-id `{key_id}` is not usable as a file name"
+                )));
+            }
             let kg = license::keygen(&key_id, &dir)?;
             use std::io::Write;
             let _ = writeln!(
@@ -357,6 +362,13 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, Error> {
                 Some(t) => parse_time_flag("--not-after", &t)?,
                 None => not_before + time::Duration::days(i64::from(days.unwrap_or(365))),
             };
+            if not_after <= not_before {
+                return Err(Error::Usage(format!(
+                    "the license would end ({}) before it starts ({})",
+                    license::format_time(not_after),
+                    license::format_time(not_before)
+                )));
+            }
             let req = IssueRequest {
                 issuer_key,
                 license_id: license_id.clone(),

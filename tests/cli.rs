@@ -1350,6 +1350,41 @@ fn license_issue_days_with_not_after_is_a_usage_error() {
     );
     f.names(&["--not-before"]);
     assert!(!out.exists());
+    let f = env.fails(
+        args![
+            "license",
+            "issue",
+            "--issuer-key",
+            &env.key_file,
+            "--license-id",
+            "x",
+            "--licensee",
+            "y",
+            "--not-before",
+            "2030-01-02T00:00:00Z",
+            "--not-after",
+            "2030-01-01T00:00:00Z",
+            "--out",
+            &out
+        ],
+        "UsageError",
+        2,
+    );
+    f.names(&["2030-01-01T00:00:00Z", "2030-01-02T00:00:00Z"]);
+    assert!(!out.exists());
+    let f = env.fails(
+        args![
+            "license",
+            "keygen",
+            "--key-id",
+            "a/b",
+            "--out",
+            &env.path("k")
+        ],
+        "UsageError",
+        2,
+    );
+    f.names(&["--key-id", "a/b"]);
     assert_eq!(entries(&env.work), Vec::<String>::new());
 }
 
