@@ -262,6 +262,12 @@ pub struct Server {
 impl Server {
     /// Starts `serve --config <config>`, waits for `listening on ADDR`.
     pub fn start(config: &Path, log_dir: &Path) -> Self {
+        let args = vec!["--config".to_string(), config.display().to_string()];
+        Self::start_with(&args, &[], log_dir)
+    }
+
+    /// Starts `serve --listen 127.0.0.1:0 <args>` with extra environment variables.
+    pub fn start_with(args: &[String], envs: &[(&str, &Path)], log_dir: &Path) -> Self {
         let stderr = log_dir.join(format!(
             "server-{}.log",
             std::time::SystemTime::now()
@@ -269,11 +275,17 @@ impl Server {
                 .unwrap()
                 .as_nanos()
         ));
-        let mut child = Command::new(env!("CARGO_BIN_EXE_helixor-pack"))
-            .args(["serve", "--listen", "127.0.0.1:0", "--config"])
-            .arg(config)
-            .env_remove("HELIXOR_LICENSE_FILE")
-            .env_remove("HELIXOR_ISSUER_KEYS")
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_helixor-pack"));
+        cmd.args(["serve", "--listen", "127.0.0.1:0"]).args(args);
+        for (k, _) in std::env::vars() {
+            if k.starts_with("HELIXOR_") {
+                cmd.env_remove(k);
+            }
+        }
+        for (k, v) in envs {
+            cmd.env(k, v);
+        }
+        let mut child = cmd
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(std::fs::File::create(&stderr).unwrap())
