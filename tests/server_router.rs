@@ -380,6 +380,18 @@ async fn request_ids_are_generated_or_propagated() {
     )
     .await;
     assert_eq!(r.headers["x-request-id"], "abc-123");
+    for unusable in ["", "a b", &"x".repeat(200)] {
+        let r = send(
+            &s.app,
+            Request::get("/healthz")
+                .header("x-request-id", unusable)
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await;
+        let id = r.headers["x-request-id"].to_str().unwrap();
+        assert!(id.len() >= 16 && id.len() <= 128 && id != unusable, "{id}");
+    }
     let r = post_json(&s.app, "/evaluate", "{").await;
     assert!(r.headers.contains_key("x-request-id"));
 }

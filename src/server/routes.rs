@@ -282,6 +282,22 @@ pub fn router(state: Arc<AppState>) -> Router {
         )
         .layer(PropagateRequestIdLayer::x_request_id())
         .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
+        .layer(middleware::map_request(drop_unusable_request_id))
+}
+
+/// Longest client `x-request-id` kept; a longer one is replaced.
+pub const MAX_REQUEST_ID_LEN: usize = 128;
+
+/// An empty, overlong or non-printable `x-request-id` is dropped, so one is generated.
+async fn drop_unusable_request_id(mut req: Request) -> Request {
+    let unusable = req.headers().get(REQUEST_ID_HEADER).is_some_and(|v| {
+        let b = v.as_bytes();
+        b.is_empty() || b.len() > MAX_REQUEST_ID_LEN || !b.iter().all(|c| c.is_ascii_graphic())
+    });
+    if unusable {
+        req.headers_mut().remove(REQUEST_ID_HEADER);
+    }
+    req
 }
 
 fn panic_response(_panic: Box<dyn std::any::Any + Send + 'static>) -> Response {
