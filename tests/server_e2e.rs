@@ -611,3 +611,72 @@ fn h_environment_configuration_and_the_healthcheck_command() {
         Some(1)
     );
 }
+
+#[test]
+fn i_packs_dir_deleted_and_recreated_and_a_burst_of_file_events() {
+    let fx = Fixture::new();
+    let lic = fx.license();
+    let packs_dir = fx.path().join("packs");
+    fx.packs(&lic, &packs_dir, "1.0.0");
+    let spare = fx.path().join("spare");
+    fx.packs(&lic, &spare, "2.0.0");
+    let cfg = fx.path().join("helixor.yaml");
+    // The watcher alone (no rescan), so each step shows that events arrive.
+    write_config(
+        &cfg,
+        &lic,
+        &packs_dir,
+        &fx.issuer_dir,
+        "reload:\n  debounce_ms: 100\n  rescan_interval_s: 0\n",
+    );
+    let server = Server::start(&cfg, fx.path());
+
+    // A thousand file events in about a second: hidden and temporary files
+    // come and go, nothing to reload; the server answers throughout.
+    for i in 0..500 {
+        let tmp = packs_dir.join(format!(".pack.{i}.tmp"));
+        std::fs::write(&tmp, b"partial").unwrap();
+        std::fs::remove_file(&tmp).unwrap();
+        if i % 100 == 0 {
+            assert_eq!(server.post("/evaluate", EVAL).status, 200);
+        }
+    }
+    std::thread::sleep(Duration::from_millis(700));
+    assert_eq!(server.generation(), 1);
+    let m = server.get("/metrics").body;
+    let attempts: u64 = m
+        .lines()
+        .filter(|l| l.starts_with("helixor_reloads_total{"))
+        .map(|l| l.rsplit(' ').next().unwrap().parse::<u64>().unwrap())
+        .sum();
+    assert!(attempts < 20, "{attempts} reloads for one burst:\n{m}");
+    assert!(
+        m.contains("helixor_reloads_total{result=\"failure\"} 0"),
+        "{m}"
+    );
+
+    // The packs directory disappears: reloads fail, generation 1 serves.
+    std::fs::remove_dir_all(&packs_dir).unwrap();
+    let s = wait_for(Duration::from_secs(5), "a failed reload", || {
+        let s = server.get("/v1/status").json();
+        (s["last_reload"]["result"] == "failure").then_some(s)
+    });
+    assert_eq!(s["last_reload"]["error"], "PackNotFoundError");
+    assert_eq!(decision(&server)["pack_version"], "1.0.0");
+    // It comes back with new packs: generation 2.
+    std::fs::rename(&spare, &packs_dir).unwrap();
+    wait_for(Duration::from_secs(5), "generation 2", || {
+        (server.generation() == 2).then_some(())
+    });
+    assert_eq!(decision(&server)["pack_version"], "2.0.0");
+    // And the recreated directory is watched again: an edit inside it reloads.
+    fx.compile_text(
+        &lic,
+        &server_support::test_playbook("3.0.0"),
+        &packs_dir.join("ids.hxpack"),
+    );
+    wait_for(Duration::from_secs(5), "generation 3", || {
+        (server.generation() == 3).then_some(())
+    });
+    assert_eq!(decision(&server)["pack_version"], "3.0.0");
+}

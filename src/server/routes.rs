@@ -419,6 +419,9 @@ async fn observe(State(state): State<AppStateRef>, req: Request, next: Next) -> 
         UNMATCHED_ROUTE
     };
     let method = method_label(req.method());
+    let request_id = tracing::enabled!(tracing::Level::DEBUG)
+        .then(|| req.headers().get(REQUEST_ID_HEADER).cloned())
+        .flatten();
     let resp = next.run(req).await;
     let elapsed = started.elapsed();
     state
@@ -433,9 +436,8 @@ async fn observe(State(state): State<AppStateRef>, req: Request, next: Next) -> 
             latency_us = elapsed.as_secs_f64() * 1e6,
             pack_id = note.map(|n| n.pack_id.as_str()),
             action = note.map(|n| n.action.as_str()),
-            request_id = resp
-                .headers()
-                .get(REQUEST_ID_HEADER)
+            request_id = request_id
+                .as_ref()
                 .and_then(|v| v.to_str().ok())
                 .unwrap_or_default(),
             "request"
