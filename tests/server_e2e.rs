@@ -680,3 +680,41 @@ fn i_packs_dir_deleted_and_recreated_and_a_burst_of_file_events() {
     });
     assert_eq!(decision(&server)["pack_version"], "3.0.0");
 }
+
+#[test]
+fn j_plain_host_current_symlink_swap_is_seen_by_the_watcher() {
+    // /srv/helixor/current -> releases/N, config naming current/license.hxlic
+    // and current/packs: swapping `current` reloads without a rescan.
+    let fx = Fixture::new();
+    let base = fx.path().join("srv");
+    let release = |n: u32| -> PathBuf {
+        let dir = base.join("releases").join(n.to_string());
+        let lic = fx.license();
+        fx.packs(&lic, &dir.join("packs"), &format!("{n}.0.0"));
+        std::fs::copy(&lic, dir.join("license.hxlic")).unwrap();
+        dir
+    };
+    let swap = |n: u32| {
+        let tmp = base.join("current.tmp");
+        std::os::unix::fs::symlink(format!("releases/{n}"), &tmp).unwrap();
+        std::fs::rename(&tmp, base.join("current")).unwrap();
+    };
+    release(1);
+    swap(1);
+    let cfg = fx.path().join("helixor.yaml");
+    write_config(
+        &cfg,
+        &base.join("current/license.hxlic"),
+        &base.join("current/packs"),
+        &fx.issuer_dir,
+        "reload:\n  debounce_ms: 100\n  rescan_interval_s: 0\n",
+    );
+    let server = Server::start(&cfg, fx.path());
+    assert_eq!(decision(&server)["pack_version"], "1.0.0");
+    release(2);
+    swap(2);
+    wait_for(Duration::from_secs(5), "generation 2", || {
+        (server.generation() == 2).then_some(())
+    });
+    assert_eq!(decision(&server)["pack_version"], "2.0.0");
+}

@@ -43,7 +43,8 @@ impl Sources {
 
     /// The directories whose changes may change the deployment: those holding
     /// the license, the issuer keys and the token file, the packs directory and
-    /// its parent (where a Kubernetes volume swaps its `..data` symlink).
+    /// its parent (where a Kubernetes volume swaps its `..data` symlink), and
+    /// the directory of every symlink on the way to the license or the packs.
     pub fn watch_dirs(&self) -> Vec<PathBuf> {
         let parent = |p: &Path| -> PathBuf {
             match p.parent() {
@@ -51,14 +52,29 @@ impl Sources {
                 _ => PathBuf::from("."),
             }
         };
+        // Where a symlink on the way to `p` lives: swapping that symlink
+        // (Kubernetes' `..data`, a `current -> releases/N` link) changes `p`.
+        let symlink_parents = |p: &Path, dirs: &mut Vec<PathBuf>| {
+            for a in p.ancestors() {
+                if a.as_os_str().is_empty() {
+                    break;
+                }
+                if std::fs::symlink_metadata(a).is_ok_and(|m| m.file_type().is_symlink()) {
+                    dirs.push(parent(a));
+                }
+            }
+        };
         let mut dirs = Vec::new();
-        if let Ok(l) = license::resolve_license_path(self.license.as_deref()) {
+        let license_path = license::resolve_license_path(self.license.as_deref())
+            .ok()
+            .or_else(|| self.license.clone());
+        if let Some(l) = license_path {
             dirs.push(parent(&l));
-        } else if let Some(l) = &self.license {
-            dirs.push(parent(l));
+            symlink_parents(&l, &mut dirs);
         }
         dirs.push(self.packs_dir.clone());
         dirs.push(parent(&self.packs_dir));
+        symlink_parents(&self.packs_dir, &mut dirs);
         let keys = self
             .issuer_keys
             .clone()
@@ -281,8 +297,10 @@ pub struct Generation {
     pub fingerprint: Fingerprint,
     /// Accepted bearer tokens, when `auth.tokens_file` is set.
     pub tokens: Option<TokenSet>,
-    /// `license.not_after` as Unix seconds: the cached instant of §9.6.
+    /// `license.not_after` as Unix seconds (for the expiry metric).
     pub not_after_unix: i64,
+    /// `license.not_after` as Unix nanoseconds: the cached instant of §9.6.
+    pub not_after_nanos: i128,
 }
 
 impl Generation {
@@ -321,6 +339,7 @@ impl Generation {
             number,
             loaded_at: now,
             not_after_unix: license.not_after.unix_timestamp(),
+            not_after_nanos: license.not_after.unix_timestamp_nanos(),
             license,
             packs,
             fingerprint,
@@ -333,9 +352,9 @@ impl Generation {
         Self::build(Snapshot::read(sources), number, OffsetDateTime::now_utc())
     }
 
-    /// Whether the license has expired at `now_unix` (Unix seconds).
-    pub fn expired_at(&self, now_unix: i64) -> bool {
-        now_unix >= self.not_after_unix
+    /// Whether the license has expired at `now_unix_nanos` (Unix nanoseconds).
+    pub fn expired_at(&self, now_unix_nanos: i128) -> bool {
+        now_unix_nanos >= self.not_after_nanos
     }
 
     /// The `LicenseExpiredError` of an expired license.

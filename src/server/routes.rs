@@ -602,8 +602,8 @@ fn text_and_pack(obj: &Map<String, Value>) -> Result<(&str, Option<&str>), Strin
     Ok((text, pack_id))
 }
 
-fn now_unix() -> i64 {
-    OffsetDateTime::now_utc().unix_timestamp()
+fn now_unix_nanos() -> i128 {
+    OffsetDateTime::now_utc().unix_timestamp_nanos()
 }
 
 /// The generation an evaluation uses: loaded and with a valid license.
@@ -611,7 +611,7 @@ fn serving(state: &AppState) -> Result<Arc<Generation>, ApiError> {
     let generation = state
         .current()
         .ok_or_else(|| ApiError::unavailable("no generation is loaded"))?;
-    if generation.expired_at(now_unix()) {
+    if generation.expired_at(now_unix_nanos()) {
         return Err(generation.expired_error().into());
     }
     Ok(generation)
@@ -828,7 +828,7 @@ fn not_ready(state: &AppState) -> Option<ApiError> {
     }
     match state.current() {
         None => Some(ApiError::unavailable("no generation is loaded")),
-        Some(g) if g.expired_at(now_unix()) => Some(g.expired_error().into()),
+        Some(g) if g.expired_at(now_unix_nanos()) => Some(g.expired_error().into()),
         Some(_) => None,
     }
 }
@@ -933,7 +933,18 @@ async fn metrics_text(State(state): State<AppStateRef>) -> Response {
 }
 
 async fn admin_reload(State(state): State<AppStateRef>) -> Response {
-    let o = reload(&state, Trigger::Admin).await;
+    // Its own task: a client that goes away, or the request timeout, does
+    // not cancel a reload halfway.
+    let task = tokio::spawn(async move { reload(&state, Trigger::Admin).await });
+    let o = match task.await {
+        Ok(o) => o,
+        Err(_) => {
+            return json_response(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                &json!({"error": INTERNAL_ERROR, "message": "the reload task did not finish"}),
+            )
+        }
+    };
     match o.error {
         None => json_response(
             StatusCode::OK,
