@@ -961,3 +961,47 @@ async fn admin_reload(State(state): State<AppStateRef>) -> Response {
         ),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http_body_util::BodyExt;
+    use tower::ServiceExt;
+
+    #[tokio::test]
+    async fn a_panicking_handler_is_a_500_json_without_the_panic_message() {
+        async fn boom() -> Response {
+            panic!("secret payload in a panic message")
+        }
+        let app: Router = Router::new()
+            .route("/boom", axum::routing::get(boom))
+            .layer(CatchPanicLayer::custom(panic_response));
+        let resp = app
+            .oneshot(Request::get("/boom").body(Body::empty()).unwrap())
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), StatusCode::INTERNAL_SERVER_ERROR);
+        let body = resp.into_body().collect().await.unwrap().to_bytes();
+        let v: Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(v["error"], INTERNAL_ERROR);
+        assert!(!String::from_utf8_lossy(&body).contains("secret"));
+    }
+
+    #[tokio::test]
+    async fn layer_errors_get_the_json_body() {
+        for (status, name) in [
+            (StatusCode::PAYLOAD_TOO_LARGE, "PayloadTooLargeError"),
+            (StatusCode::REQUEST_TIMEOUT, "ServiceUnavailableError"),
+            (StatusCode::SERVICE_UNAVAILABLE, "ServiceUnavailableError"),
+        ] {
+            let resp = json_errors((status, "plain text").into_response()).await;
+            let code = resp.status();
+            let body = resp.into_body().collect().await.unwrap().to_bytes();
+            let v: Value = serde_json::from_slice(&body).unwrap();
+            assert_eq!(v["error"], name);
+            assert!(code == status || code == StatusCode::SERVICE_UNAVAILABLE);
+        }
+        let ok = json_errors((StatusCode::OK, "fine").into_response()).await;
+        assert_eq!(ok.status(), StatusCode::OK);
+    }
+}
