@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Regenerates the demo deployment under config/demo/ with helixor-pack itself:
+# a fresh demo issuer key pair (the secret half is thrown away), a ten-year
+# demo license, and one sealed pack per playbook in config/demo/playbooks/.
+# The license and its packs are always rebuilt together (a new license has a
+# new content key; old packs cannot open with it).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+bin=${HELIXOR_PACK:-target/release/helixor-pack}
+if [ ! -x "$bin" ]; then
+  cargo build --release --locked --bin helixor-pack
+fi
+demo=config/demo
+key_id=helixor-demo-issuer
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+"$bin" license keygen --key-id "$key_id" --out "$tmp/keys" >/dev/null
+"$bin" license issue --issuer-key "$tmp/keys/$key_id.key" \
+  --license-id lic_helixor_demo_0001 --licensee "Helixor demo deployment (not for production)" \
+  --tier DEVELOPER --packs 'compliance.*' --features custom_playbook_compilation \
+  --not-before 2026-01-01T00:00:00Z --not-after 2036-01-01T00:00:00Z \
+  --out "$tmp/license.hxlic" >/dev/null
+
+mkdir -p "$tmp/issuer-keys" "$tmp/packs"
+cp "$tmp/keys/$key_id.pub" "$tmp/issuer-keys/"
+for playbook in "$demo"/playbooks/*.yaml; do
+  name=$(basename "$playbook" .yaml)
+  "$bin" compile --playbook "$playbook" --license "$tmp/license.hxlic" \
+    --issuer-keys "$tmp/issuer-keys" --out "$tmp/packs/$name.hxpack"
+done
+
+# Swap the new deployment in only once every piece was built.
+rm -rf "$demo/issuer-keys" "$demo/packs"
+mv "$tmp/issuer-keys" "$demo/issuer-keys"
+mv "$tmp/packs" "$demo/packs"
+install -m 0644 "$tmp/license.hxlic" "$demo/license.hxlic"
+echo "demo deployment rebuilt in $demo"
