@@ -75,6 +75,38 @@ fn bench(c: &mut Criterion) {
         g.bench_function(*name, |b| b.iter(|| e.evaluate(black_box(text))));
     }
     g.finish();
+
+    // Baseline for the ratios in BENCHMARKS.md: the naive design, one
+    // RegexSet over the exact patterns (Unicode `\b`), asked which match.
+    let doc = parse_document(PLAYBOOK.as_bytes(), "bench").unwrap().doc;
+    let mut exact: Vec<String> = check_declarations(&doc, "bench")
+        .unwrap()
+        .iter()
+        .map(|r| r.pattern.exact.as_str().to_string())
+        .collect();
+    for c in helixor::builtins::CODONS {
+        let flags: &[helixor::pattern::Flag] = if c.ignore_case {
+            &[helixor::pattern::Flag::IgnoreCase]
+        } else {
+            &[]
+        };
+        exact.push(
+            helixor::pattern::compile(c.pattern, flags)
+                .unwrap()
+                .exact
+                .as_str()
+                .to_string(),
+        );
+    }
+    let naive = regex::RegexSet::new(&exact).unwrap();
+    let mut g = c.benchmark_group("naive_regexset");
+    for (name, text) in &cases[..2] {
+        g.throughput(Throughput::Bytes(text.len() as u64));
+        g.bench_function(*name, |b| {
+            b.iter(|| naive.matches(black_box(text)).matched_any())
+        });
+    }
+    g.finish();
 }
 
 criterion_group!(benches, bench);
