@@ -167,17 +167,12 @@ pub fn choose_pack<'a>(
 }
 
 fn read_capped(reader: impl Read, what: &str) -> Result<Vec<u8>, Error> {
-    let mut buf = Vec::new();
-    reader
-        .take(MAX_RUN_INPUT_BYTES + 1)
-        .read_to_end(&mut buf)
-        .map_err(|e| Error::Io(format!("cannot read {what}: {e}")))?;
-    if buf.len() as u64 > MAX_RUN_INPUT_BYTES {
-        return Err(Error::InvalidRequest(format!(
+    crate::capped::read_capped(reader, MAX_RUN_INPUT_BYTES).map_err(|e| match e {
+        crate::capped::CappedError::Io(e) => Error::Io(format!("cannot read {what}: {e}")),
+        crate::capped::CappedError::TooLarge => Error::InvalidRequest(format!(
             "{what} is over the {MAX_RUN_INPUT_BYTES}-byte limit"
-        )));
-    }
-    Ok(buf)
+        )),
+    })
 }
 
 fn strip_one_newline(mut s: String) -> String {

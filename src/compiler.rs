@@ -10,7 +10,6 @@ use crate::playbook::{self, PlaybookError, MAX_PLAYBOOK_BYTES};
 use crate::rules::{check_declarations, is_snake_case};
 use crate::Error;
 use serde_json::Value;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use zeroize::Zeroizing;
 
@@ -50,25 +49,14 @@ pub struct CompileOutput {
 /// Reads a playbook file, refusing one over the size cap before reading it whole.
 pub fn read_playbook(path: &Path) -> Result<Vec<u8>, PlaybookError> {
     let name = path.display();
-    let f = std::fs::File::open(path).map_err(|e| {
-        PlaybookError::Compiler(format!(
+    crate::capped::read_file_capped(path, MAX_PLAYBOOK_BYTES as u64).map_err(|e| match e {
+        crate::capped::CappedError::Io(e) => PlaybookError::Compiler(format!(
             "Failed to parse YAML playbook: cannot read {name}: {e}"
-        ))
-    })?;
-    let mut buf = Vec::new();
-    f.take(MAX_PLAYBOOK_BYTES as u64 + 1)
-        .read_to_end(&mut buf)
-        .map_err(|e| {
-            PlaybookError::Compiler(format!(
-                "Failed to parse YAML playbook: cannot read {name}: {e}"
-            ))
-        })?;
-    if buf.len() > MAX_PLAYBOOK_BYTES {
-        return Err(PlaybookError::Compiler(format!(
+        )),
+        crate::capped::CappedError::TooLarge => PlaybookError::Compiler(format!(
             "Failed to parse YAML playbook: {name} is over the {MAX_PLAYBOOK_BYTES}-byte limit"
-        )));
-    }
-    Ok(buf)
+        )),
+    })
 }
 
 /// Steps 2 to 6 of SPEC §4.2 for a license that passed step 1.

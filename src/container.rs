@@ -4,7 +4,7 @@
 
 use crate::crypto::{sha256, PackKey};
 use crate::error::{ErrorName, Named};
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use zeroize::Zeroizing;
 
@@ -191,18 +191,14 @@ pub fn seal_with_nonce(
 /// Reads a pack file, refusing one over [`MAX_PACK_BYTES`] before reading it whole.
 pub fn read_pack_file(path: &Path) -> Result<Vec<u8>, PackError> {
     let name = path.display();
-    let file = std::fs::File::open(path)
-        .map_err(|e| PackError::Format(format!("{name}: cannot read pack: {e}")))?;
-    let mut buf = Vec::new();
-    file.take(MAX_PACK_BYTES + 1)
-        .read_to_end(&mut buf)
-        .map_err(|e| PackError::Format(format!("{name}: cannot read pack: {e}")))?;
-    if buf.len() as u64 > MAX_PACK_BYTES {
-        return Err(PackError::Format(format!(
+    crate::capped::read_file_capped(path, MAX_PACK_BYTES).map_err(|e| match e {
+        crate::capped::CappedError::Io(e) => {
+            PackError::Format(format!("{name}: cannot read pack: {e}"))
+        }
+        crate::capped::CappedError::TooLarge => PackError::Format(format!(
             "{name}: pack is over the {MAX_PACK_BYTES}-byte limit"
-        )));
-    }
-    Ok(buf)
+        )),
+    })
 }
 
 /// Writes `bytes` to a temporary file beside `path`, syncs it and renames it

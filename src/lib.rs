@@ -3,8 +3,9 @@
 //!
 //! Layers, each depending only on those before it:
 //!
-//! - [`error`], [`canonical`], [`glob`], [`crypto`], [`container`]: names and
-//!   exit codes, canonical JSON, license globs, keys and AEAD, the `.hxpack` layout;
+//! - [`error`], [`capped`], [`canonical`], [`glob`], [`crypto`], [`container`]:
+//!   names and exit codes, size-capped reads, canonical JSON, license globs,
+//!   keys and AEAD, the `.hxpack` layout;
 //! - [`license`]: parsing, verification, the validity window, issuing;
 //! - [`playbook`], [`pattern`], [`builtins`], [`rules`], [`compiler`],
 //!   [`manifest`]: YAML playbooks, regexes, the example pack's declarations,
@@ -16,6 +17,7 @@
 
 pub mod builtins;
 pub mod canonical;
+pub mod capped;
 pub mod commands;
 pub mod compiler;
 pub mod container;

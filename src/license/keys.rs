@@ -6,7 +6,6 @@ use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine as _;
 use ed25519_dalek::VerifyingKey;
 use std::collections::BTreeMap;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 /// Environment variable naming the issuer keys.
@@ -137,13 +136,8 @@ pub(crate) fn parse_public_key(b64: &str) -> Option<VerifyingKey> {
 }
 
 fn read_capped(path: &Path, cap: u64) -> Result<Vec<u8>, String> {
-    let f = std::fs::File::open(path).map_err(|e| format!("cannot read: {e}"))?;
-    let mut buf = Vec::new();
-    f.take(cap + 1)
-        .read_to_end(&mut buf)
-        .map_err(|e| format!("cannot read: {e}"))?;
-    if buf.len() as u64 > cap {
-        return Err(format!("over the {cap}-byte limit"));
-    }
-    Ok(buf)
+    crate::capped::read_file_capped(path, cap).map_err(|e| match e {
+        crate::capped::CappedError::Io(e) => format!("cannot read: {e}"),
+        crate::capped::CappedError::TooLarge => format!("over the {cap}-byte limit"),
+    })
 }

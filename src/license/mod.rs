@@ -9,12 +9,12 @@ pub use issue::{issue_license, keygen, IssueRequest, KeygenOutput};
 pub use keys::{IssuerKeys, ISSUER_KEYS_ENV};
 
 use crate::canonical;
+use crate::capped::CappedError;
 use crate::crypto::ContentKey;
 use crate::error::{ErrorName, Named};
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine as _;
 use serde_json::{Map, Value};
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use time::format_description::well_known::Rfc3339;
 use time::OffsetDateTime;
@@ -131,24 +131,23 @@ pub fn parse_time(s: &str) -> Option<OffsetDateTime> {
 impl License {
     /// Reads a license file with the 64 KiB cap, then parses it.
     pub fn read(path: &Path) -> Result<Self, LicenseError> {
-        let name = path.display().to_string();
-        let file = std::fs::File::open(path).map_err(|e| {
-            if e.kind() == std::io::ErrorKind::NotFound {
+        Self::parse(&Self::read_bytes(path)?, &path.display().to_string())
+    }
+
+    /// The bytes of a license file, refused over 64 KiB before being read whole.
+    pub fn read_bytes(path: &Path) -> Result<Vec<u8>, LicenseError> {
+        let name = path.display();
+        crate::capped::read_file_capped(path, MAX_LICENSE_BYTES).map_err(|e| match e {
+            CappedError::Io(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 LicenseError::NotFound(format!("license file {name} does not exist"))
-            } else {
+            }
+            CappedError::Io(e) => {
                 LicenseError::Invalid(format!("cannot read license file {name}: {e}"))
             }
-        })?;
-        let mut buf = Vec::new();
-        file.take(MAX_LICENSE_BYTES + 1)
-            .read_to_end(&mut buf)
-            .map_err(|e| LicenseError::Invalid(format!("cannot read license file {name}: {e}")))?;
-        if buf.len() as u64 > MAX_LICENSE_BYTES {
-            return Err(LicenseError::Invalid(format!(
+            CappedError::TooLarge => LicenseError::Invalid(format!(
                 "license file {name} is over the {MAX_LICENSE_BYTES}-byte limit"
-            )));
-        }
-        Self::parse(&buf, &name)
+            )),
+        })
     }
 
     /// Parses license JSON; `name` is used in messages. Does not verify.

@@ -4,13 +4,13 @@
 //! §5. Blocking file I/O only; knows nothing of HTTP, metrics or swapping.
 
 use super::auth::TokenSet;
+use crate::crypto::sha256;
 use crate::error::Named;
-use crate::license::{self, IssuerKeys, License, LicenseError, MAX_LICENSE_BYTES};
+use crate::license::{self, IssuerKeys, License, LicenseError};
 use crate::pack::{load_pack, LoadedPack};
 use crate::{Error, PackError};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use time::OffsetDateTime;
 
@@ -131,31 +131,9 @@ impl std::fmt::Debug for Snapshot {
     }
 }
 
-fn sha256(bytes: &[u8]) -> [u8; 32] {
-    Sha256::digest(bytes).into()
-}
-
 /// Reads a license file with the 64 KiB cap, with the errors of `License::read`.
 fn read_license_bytes(path: &Path) -> Result<Vec<u8>, Error> {
-    let name = path.display();
-    let file = std::fs::File::open(path).map_err(|e| {
-        if e.kind() == std::io::ErrorKind::NotFound {
-            LicenseError::NotFound(format!("license file {name} does not exist"))
-        } else {
-            LicenseError::Invalid(format!("cannot read license file {name}: {e}"))
-        }
-    })?;
-    let mut buf = Vec::new();
-    file.take(MAX_LICENSE_BYTES + 1)
-        .read_to_end(&mut buf)
-        .map_err(|e| LicenseError::Invalid(format!("cannot read license file {name}: {e}")))?;
-    if buf.len() as u64 > MAX_LICENSE_BYTES {
-        return Err(LicenseError::Invalid(format!(
-            "license file {name} is over the {MAX_LICENSE_BYTES}-byte limit"
-        ))
-        .into());
-    }
-    Ok(buf)
+    Ok(License::read_bytes(path)?)
 }
 
 /// Whether a directory entry name is a pack file: `*.hxpack`, not hidden
