@@ -1,0 +1,30 @@
+# Generates texts for scripts/differential.sh: words (ASCII and other
+# scripts) and PII-like tokens, hits and near misses, joined by separators.
+# usage: gen_texts.py SEED COUNT > texts.jsonl
+import random, json, sys
+random.seed(int(sys.argv[1]))
+words = ["alpha","Beta","ticket","Ticket","running","café","color","colour","SUP","042","singing","wing","ALPHA","hello","the","Überprüfung","café","会議","номер","δοκιμή","report","MRN","rx","EHR","ticket","call","mail","PROJ","ZEUS","TCK","ORD","SUP","CC","ip","host","x","q","ñ","ß","Kelvin","ſ"]
+def pii():
+    r = random.random()
+    d = lambda n: "".join(random.choice("0123456789") for _ in range(n))
+    opts = [
+        lambda: f"{d(3)}-{d(2)}-{d(4)}",
+        lambda: random.choice(["4111 1111 1111 1111","4111-1111-1111-1111","5500000000000004", d(16), f"{d(4)} {d(4)} {d(4)} {d(4)}"]),
+        lambda: random.choice(["MRN","mrn","EHR","RX","Rx"]) + random.choice(["",":","-"]) + random.choice([""," ","  "]) + d(random.randint(4,11)),
+        lambda: random.choice(["a","jane.doe","x_y+z","ops","A.B"]) + "@" + random.choice(["example","ex-ample","b"]) + "." + random.choice(["com","co.uk","org","c"]),
+        lambda: random.choice(["","1","+1","+1 ","1-"]) + random.choice([f"({d(3)})", d(3)]) + random.choice(["","-","."," "]) + d(3) + random.choice(["","-","."," "]) + d(4),
+        lambda: ".".join(str(random.randint(0,300)) for _ in range(random.choice([3,4,4,5]))),
+        lambda: "PROJ-" + random.choice(["ZEUS","APOLLO","X"]) + "-" + d(random.randint(1,3)) + random.choice(["","X","x"]),
+        lambda: "TCK-" + d(random.choice([5,6,6,7])),
+        lambda: "SUP-" + random.choice(["QRV","AB","ABCD"]) + "-" + d(3),
+        lambda: "CC-" + d(random.choice([3,4,5])),
+        lambda: d(random.randint(1,12)),
+    ]
+    return random.choice(opts)()
+seps = [" ", " ", ", ", "\n", "; ", " — ", "(", ")", ":", "-", "", "/"]
+for i in range(int(sys.argv[2])):
+    parts = []
+    for _ in range(random.randint(0, 10)):
+        parts.append(pii() if random.random() < 0.5 else random.choice(words))
+        parts.append(random.choice(seps))
+    print(json.dumps("".join(parts), ensure_ascii=False))
