@@ -1,6 +1,6 @@
-# An independent model of SPEC §6 in Python (`re`). Its evaluate() produced the golden
-# cases of tests/cases/ and, by scripts/differential.sh, to compare
-# `helixor-pack run --jsonl` with it on thousands of generated texts.
+# An independent model of SPEC §6 in Python (`re`). Its evaluate() produced
+# the golden cases of tests/cases/; scripts/differential.sh uses it to check
+# `helixor-pack run --jsonl` on thousands of generated texts.
 # Known, intended differences (the contract is Rust's regex crate): under
 # IGNORECASE Python's [a-z] also matches 'İ' and 'ı'; Python's \b treats
 # combining marks and ZERO WIDTH JOINER as non-word characters. The text
