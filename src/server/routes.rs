@@ -790,7 +790,7 @@ async fn evaluate_batch(State(state): State<AppStateRef>, req: Request) -> Respo
         .iter()
         .enumerate()
         .map(|(i, item)| {
-            let chosen = as_object(item, &format!("items[{i}]"))
+            let chosen = as_object(item, "the item")
                 .and_then(text_and_pack)
                 .map_err(|m| ApiError::bad_request(format!("items[{i}]: {m}")))
                 .and_then(|(text, pack_id)| {
