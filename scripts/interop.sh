@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Interoperability of SPEC §1-§3 with an independent Python implementation
+# (tests/model/pack_model.py): Python opens packs and verifies licenses made by
+# helixor-pack, and helixor-pack loads packs sealed and licenses signed by Python.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+venv=target/model-venv
+if ! "$venv/bin/python" -c 'import yaml, cryptography' 2>/dev/null; then
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install -q 'PyYAML>=6' 'cryptography>=42'
+fi
+py=$venv/bin/python
+bin=${HELIXOR_PACK:-$PWD/target/debug/helixor-pack}
+[ -x "$bin" ] || cargo build --locked --bin helixor-pack >/dev/null 2>&1
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+fail() { echo "interop: FAILED: $*" >&2; exit 1; }
+
+# helixor-pack -> Python
+"$bin" license keygen --key-id rust-issuer --out "$work/keys" >/dev/null
+mkdir -p "$work/trusted" && cp "$work/keys/rust-issuer.pub" "$work/trusted/"
+"$bin" license issue --issuer-key "$work/keys/rust-issuer.key" --license-id lic_rust --licensee "Rüst" \
+  --features custom_playbook_compilation --days 3 --out "$work/rust.hxlic" >/dev/null
+for pb in tests/fixtures/internal_ids.yaml tests/fixtures/regulatory_pii_guard.yaml; do
+  "$bin" compile --playbook "$pb" --license "$work/rust.hxlic" --issuer-keys "$work/trusted" --out "$work/r.hxpack" >/dev/null
+  id=$("$py" tests/model/pack_model.py open "$work/r.hxpack" "$work/rust.hxlic" "$work/keys/rust-issuer.pub" "$pb")
+  echo "python opened $id sealed by helixor-pack"
+done
+
+# Python -> helixor-pack: a pack sealed by Python for the helixor-pack license
+"$py" tests/model/pack_model.py seal tests/fixtures/internal_ids.yaml "$work/rust.hxlic" "$work/py.hxpack"
+action=$("$bin" run --pack "$work/py.hxpack" --license "$work/rust.hxlic" --issuer-keys "$work/trusted" \
+  --text 'Status for PROJ-ZEUS-9X is green.' | "$py" -c 'import json,sys; print(json.load(sys.stdin)["action"])')
+[ "$action" = block_internal_project_code ] || fail "python-sealed pack decided $action"
+echo "helixor-pack ran a pack sealed by python: $action"
+
+# Python -> helixor-pack: a license signed by Python (other offset, fractions, extra fields)
+mkdir -p "$work/pytrust"
+"$py" tests/model/pack_model.py issue py-issuer "$work/py.hxlic" "$work/pytrust"
+"$bin" inspect-license --license "$work/py.hxlic" --issuer-keys "$work/pytrust" --json > "$work/il.json" \
+  || fail "inspect-license refused the python-signed license: $(cat "$work/il.json")"
+"$bin" compile --playbook tests/fixtures/order_notes.yaml --license "$work/py.hxlic" \
+  --issuer-keys "$work/pytrust" --out "$work/o.hxpack" >/dev/null
+"$py" tests/model/pack_model.py open "$work/o.hxpack" "$work/py.hxlic" "$work/pytrust/py-issuer.pub" tests/fixtures/order_notes.yaml >/dev/null
+echo "helixor-pack verified and compiled with a license signed by python"
+echo "interop: ok"
