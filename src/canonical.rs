@@ -44,22 +44,30 @@ pub fn write_value(out: &mut String, value: &Value, esc: Escaping) -> Result<(),
             }
             out.push(']');
         }
-        Value::Object(map) => {
-            // Sorted explicitly: the map's own order depends on serde_json features.
-            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
-            entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
-            out.push('{');
-            for (i, (k, v)) in entries.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_str(out, k, esc);
-                out.push(':');
-                write_value(out, v, esc)?;
-            }
-            out.push('}');
-        }
+        Value::Object(map) => write_object(out, map, esc)?,
     }
+    Ok(())
+}
+
+/// Appends the canonical JSON of an object (keys sorted by code point).
+pub fn write_object(
+    out: &mut String,
+    map: &serde_json::Map<String, Value>,
+    esc: Escaping,
+) -> Result<(), NotFinite> {
+    // Sorted explicitly: the map's own order depends on serde_json features.
+    let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+    entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
+    out.push('{');
+    for (i, (k, v)) in entries.into_iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        write_str(out, k, esc);
+        out.push(':');
+        write_value(out, v, esc)?;
+    }
+    out.push('}');
     Ok(())
 }
 

@@ -18,6 +18,7 @@ use serde_json::{Map, Value};
 use std::path::{Path, PathBuf};
 use time::format_description::well_known::Rfc3339;
 use time::OffsetDateTime;
+use zeroize::{Zeroize, Zeroizing};
 
 /// The `format` value of a version-1 license.
 pub const LICENSE_FORMAT: &str = "helixor.license.v1";
@@ -95,7 +96,8 @@ pub struct License {
     pub issuer_key_id: String,
     content_key: ContentKey,
     signature: Vec<u8>,
-    signed_message: String,
+    /// Canonical JSON of the signed fields; holds the content key, so zeroized.
+    signed_message: Zeroizing<String>,
 }
 
 /// Where a license is in its validity window.
@@ -134,20 +136,23 @@ impl License {
         Self::parse(&Self::read_bytes(path)?, &path.display().to_string())
     }
 
-    /// The bytes of a license file, refused over 64 KiB before being read whole.
-    pub fn read_bytes(path: &Path) -> Result<Vec<u8>, LicenseError> {
+    /// The bytes of a license file, refused over 64 KiB before being read
+    /// whole; zeroized when dropped (they hold the content key).
+    pub fn read_bytes(path: &Path) -> Result<Zeroizing<Vec<u8>>, LicenseError> {
         let name = path.display();
-        crate::capped::read_file_capped(path, MAX_LICENSE_BYTES).map_err(|e| match e {
-            CappedError::Io(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                LicenseError::NotFound(format!("license file {name} does not exist"))
-            }
-            CappedError::Io(e) => {
-                LicenseError::Invalid(format!("cannot read license file {name}: {e}"))
-            }
-            CappedError::TooLarge => LicenseError::Invalid(format!(
-                "license file {name} is over the {MAX_LICENSE_BYTES}-byte limit"
-            )),
-        })
+        crate::capped::read_file_capped(path, MAX_LICENSE_BYTES)
+            .map(Zeroizing::new)
+            .map_err(|e| match e {
+                CappedError::Io(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    LicenseError::NotFound(format!("license file {name} does not exist"))
+                }
+                CappedError::Io(e) => {
+                    LicenseError::Invalid(format!("cannot read license file {name}: {e}"))
+                }
+                CappedError::TooLarge => LicenseError::Invalid(format!(
+                    "license file {name} is over the {MAX_LICENSE_BYTES}-byte limit"
+                )),
+            })
     }
 
     /// Parses license JSON; `name` is used in messages. Does not verify.
@@ -158,6 +163,16 @@ impl License {
         let Value::Object(mut obj) = value else {
             return Err(invalid("the root is not a JSON object".into()));
         };
+        let result = Self::from_object(&mut obj, name);
+        // The parsed object holds the content key in base64: wipe it on every path.
+        if let Some(Value::String(k)) = obj.get_mut("content_key") {
+            k.zeroize();
+        }
+        result
+    }
+
+    fn from_object(obj: &mut Map<String, Value>, name: &str) -> Result<Self, LicenseError> {
+        let invalid = |detail: String| LicenseError::Invalid(format!("license {name}: {detail}"));
         let signature_b64 = match obj.remove("signature") {
             Some(Value::String(s)) => s,
             Some(_) => return Err(invalid("field `signature` is not a string".into())),
@@ -166,39 +181,44 @@ impl License {
         let signature = B64
             .decode(signature_b64.trim())
             .map_err(|_| invalid("field `signature` is not valid base64".into()))?;
-        let signed_message = canonical::to_string(&Value::Object(obj.clone()))
+        let mut message = Zeroizing::new(String::new());
+        canonical::write_object(&mut message, obj, canonical::Escaping::Utf8)
             .map_err(|e| invalid(format!("cannot canonicalise: {e}")))?;
+        let signed_message = message;
+        let obj = &*obj;
 
-        let format = string_field(&obj, "format", &invalid)?;
+        let format = string_field(obj, "format", &invalid)?;
         if format != LICENSE_FORMAT {
             return Err(invalid(format!(
                 "field `format` is `{format}`, expected `{LICENSE_FORMAT}`"
             )));
         }
         let time_field = |field: &str| -> Result<OffsetDateTime, LicenseError> {
-            let s = string_field(&obj, field, &invalid)?;
+            let s = string_field(obj, field, &invalid)?;
             parse_time(&s)
                 .ok_or_else(|| invalid(format!("field `{field}` is not an RFC 3339 time")))
         };
-        let key_b64 = string_field(&obj, "content_key", &invalid)?;
-        let key_bytes: [u8; 32] = B64
+        let key_b64 = Zeroizing::new(string_field(obj, "content_key", &invalid)?);
+        let key_bytes: Zeroizing<[u8; 32]> = B64
             .decode(key_b64.trim())
             .ok()
+            .map(Zeroizing::new)
             .and_then(|v| <[u8; 32]>::try_from(v.as_slice()).ok())
+            .map(Zeroizing::new)
             .ok_or_else(|| invalid("field `content_key` is not base64 of 32 bytes".into()))?;
         Ok(Self {
             source: name.to_string(),
-            license_id: string_field(&obj, "license_id", &invalid)?,
-            licensee: string_field(&obj, "licensee", &invalid)?,
-            tier: string_field(&obj, "tier", &invalid)?,
+            license_id: string_field(obj, "license_id", &invalid)?,
+            licensee: string_field(obj, "licensee", &invalid)?,
+            tier: string_field(obj, "tier", &invalid)?,
             issued_at: time_field("issued_at")?,
             not_before: time_field("not_before")?,
             not_after: time_field("not_after")?,
-            licensed_packs: string_list(&obj, "licensed_packs", &invalid)?,
-            licensed_solvers: string_list(&obj, "licensed_solvers", &invalid)?,
-            features: string_list(&obj, "features", &invalid)?,
-            issuer_key_id: string_field(&obj, "issuer_key_id", &invalid)?,
-            content_key: ContentKey::from_bytes(key_bytes),
+            licensed_packs: string_list(obj, "licensed_packs", &invalid)?,
+            licensed_solvers: string_list(obj, "licensed_solvers", &invalid)?,
+            features: string_list(obj, "features", &invalid)?,
+            issuer_key_id: string_field(obj, "issuer_key_id", &invalid)?,
+            content_key: ContentKey::from_bytes(*key_bytes),
             signature,
             signed_message,
         })

@@ -13,6 +13,7 @@ use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use time::OffsetDateTime;
+use zeroize::Zeroizing;
 
 /// Extension of the pack files read from the packs directory.
 pub const PACK_EXTENSION: &str = "hxpack";
@@ -115,7 +116,7 @@ impl Fingerprint {
 /// A deployment as read from disk, before any check: every file's bytes, or
 /// the error reading it gave (reported later, in the order of §5).
 pub struct Snapshot {
-    license: Result<(PathBuf, Vec<u8>), Error>,
+    license: Result<(PathBuf, Zeroizing<Vec<u8>>), Error>,
     keys: Result<IssuerKeys, Error>,
     packs: Result<Vec<(PathBuf, Vec<u8>)>, Error>,
     tokens: Result<Option<(TokenSet, [u8; 32])>, Error>,
@@ -129,11 +130,6 @@ impl std::fmt::Debug for Snapshot {
             .field("fingerprint", &self.fingerprint().map(|f| f.hex()))
             .finish()
     }
-}
-
-/// Reads a license file with the 64 KiB cap, with the errors of `License::read`.
-fn read_license_bytes(path: &Path) -> Result<Vec<u8>, Error> {
-    Ok(License::read_bytes(path)?)
 }
 
 /// Whether a directory entry name is a pack file: `*.hxpack`, not hidden
@@ -208,7 +204,7 @@ impl Snapshot {
         let before = Self::resolve_paths(sources);
         let license = license::resolve_license_path(sources.license.as_deref())
             .map_err(Error::from)
-            .and_then(|p| read_license_bytes(&p).map(|b| (p, b)));
+            .and_then(|p| License::read_bytes(&p).map(|b| (p, b)).map_err(Error::from));
         let keys = IssuerKeys::resolve(sources.issuer_keys.as_deref()).map_err(Error::from);
         let packs = read_packs(&sources.packs_dir);
         let tokens = match &sources.tokens_file {
