@@ -718,3 +718,42 @@ fn j_plain_host_current_symlink_swap_is_seen_by_the_watcher() {
     });
     assert_eq!(decision(&server)["pack_version"], "2.0.0");
 }
+
+#[test]
+fn k_clients_that_disconnect_midway_leave_the_server_serving() {
+    let (fx, _vol, cfg) = k8s_setup("");
+    let server = Server::start(&cfg, fx.path());
+    let addr = server.addr;
+    let body = EVAL.as_bytes();
+    for cut in [0, 5, body.len() / 2] {
+        // Head sent, then part of the body (or none), then the connection drops.
+        let mut s = TcpStream::connect(addr).unwrap();
+        write!(
+            s,
+            "POST /evaluate HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+            body.len()
+        )
+        .unwrap();
+        s.write_all(&body[..cut]).unwrap();
+        drop(s);
+    }
+    // A whole request whose client closes before reading the answer.
+    let mut s = TcpStream::connect(addr).unwrap();
+    write!(
+        s,
+        "POST /evaluate HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    )
+    .unwrap();
+    s.write_all(body).unwrap();
+    drop(s);
+    // Half a request line, then nothing.
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.write_all(b"POST /evalu").unwrap();
+    drop(s);
+    let a = server.post("/evaluate", EVAL);
+    assert_eq!(a.status, 200, "{}", a.body);
+    assert_eq!(a.json()["action"], "redact_ticket_id");
+    assert_eq!(server.generation(), 1);
+    assert_eq!(server.get("/healthz").status, 200);
+}
