@@ -3,7 +3,8 @@
 //! word-boundary-free "filter" form the engine scans with. Never includes a
 //! pattern's text in an error message.
 
-use regex::{Regex, RegexBuilder};
+use regex_automata::meta::{self, Regex};
+use regex_automata::util::syntax;
 use regex_syntax::ast::{self, Ast, ClassSet, ClassSetItem};
 
 /// Compiled-program size limit of one pattern: a pathological pattern is a
@@ -52,6 +53,8 @@ impl Flag {
 pub struct CompiledPattern {
     /// The exact regex: Unicode `\b`, `\w`, `\s`; ASCII `\d`.
     pub exact: Regex,
+    /// Its source, as compiled (flags inline, `\d` rewritten).
+    pub exact_src: String,
     /// The same pattern with every word-boundary assertion removed. It matches
     /// wherever the exact one does (assertions only restrict), and Rust's fast
     /// DFA engines run it on any text, where Unicode `\b` makes them give up
@@ -106,7 +109,7 @@ pub fn compile(pattern: &str, flags: &[Flag]) -> Result<CompiledPattern, String>
     let filter = print(&tree);
 
     let exact = build(&exact_src)?;
-    if exact.find("").is_some() {
+    if exact.is_match("") {
         return Err("matches the empty string".to_string());
     }
     let filter_regex = if filter == exact_src {
@@ -123,6 +126,7 @@ pub fn compile(pattern: &str, flags: &[Flag]) -> Result<CompiledPattern, String>
         .map(|set| (0..=255u8).filter(|b| set[usize::from(*b)]).collect());
     Ok(CompiledPattern {
         exact,
+        exact_src,
         filter,
         filter_regex,
         required,
@@ -217,18 +221,40 @@ fn required_bytes(hir: &regex_syntax::hir::Hir) -> Option<ByteSet> {
     }
 }
 
-fn build(src: &str) -> Result<Regex, String> {
-    RegexBuilder::new(src)
-        .size_limit(PATTERN_SIZE_LIMIT)
-        .dfa_size_limit(PATTERN_DFA_LIMIT)
-        .nest_limit(NEST_LIMIT)
-        .build()
-        .map_err(|e| match e {
-            regex::Error::CompiledTooBig(limit) => {
-                format!("exceeds the compiled size limit of {limit} bytes")
-            }
-            _ => "is not a valid regular expression".to_string(),
+/// Compiles one pattern with the project's limits (the `regex` crate's
+/// defaults otherwise: Unicode, UTF-8, leftmost-first).
+pub fn build(src: &str) -> Result<Regex, String> {
+    meta::Builder::new()
+        .configure(config())
+        .syntax(syntax::Config::new().nest_limit(NEST_LIMIT))
+        .build(src)
+        .map_err(|e| match e.size_limit() {
+            Some(limit) => format!("exceeds the compiled size limit of {limit} bytes"),
+            None => "is not a valid regular expression".to_string(),
         })
+}
+
+fn config() -> meta::Config {
+    meta::Config::new()
+        .nfa_size_limit(Some(PATTERN_SIZE_LIMIT))
+        .onepass_size_limit(Some(PATTERN_SIZE_LIMIT))
+        .dfa_size_limit(Some(PATTERN_SIZE_LIMIT))
+        .hybrid_cache_capacity(PATTERN_DFA_LIMIT)
+}
+
+/// One automaton over many patterns that reports every pattern that matches
+/// (for [`Regex::which_overlapping_matches`]); `None` if it exceeds `size_limit`.
+pub fn build_set(srcs: &[&str], size_limit: usize, cache: usize) -> Option<Regex> {
+    meta::Builder::new()
+        .configure(
+            meta::Config::new()
+                .match_kind(regex_automata::MatchKind::All)
+                .nfa_size_limit(Some(size_limit))
+                .hybrid_cache_capacity(cache),
+        )
+        .syntax(syntax::Config::new().nest_limit(NEST_LIMIT))
+        .build_many(srcs)
+        .ok()
 }
 
 fn print(tree: &Ast) -> String {

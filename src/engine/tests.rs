@@ -134,3 +134,70 @@ fn receipt_is_deterministic() {
     assert_eq!(e.evaluate("x").receipt_hash, e.evaluate("x").receipt_hash);
     assert_ne!(e.evaluate("x").receipt_hash, e.evaluate("y").receipt_hash);
 }
+
+mod guided {
+    use super::super::guided_find_iter;
+    use crate::pattern::compile;
+    use proptest::prelude::*;
+
+    const PATTERNS: [&str; 9] = [
+        r"\b\d{3}-\d{2}-\d{4}\b",
+        r"\b[a-zA-Z0-9_.+-]+@[a-zA-Z0-9-]+\.[a-zA-Z0-9\-.]+\b",
+        r"(?i)\b(?:MRN|EHR|RX)[-:]?\s*\d{6,10}\b",
+        r"\bx\w+",
+        r"\b(?:a|ab)\b",
+        r"\w+ing\b",
+        r"é\b",
+        r"\B\d+",
+        r"(?:\+?1[-.\s]?)?(?:\([2-9]\d{2}\)|[2-9]\d{2})[-.\s]?\d{3}[-.\s]?\d{4}\b",
+    ];
+
+    fn piece() -> impl Strategy<Value = String> {
+        prop_oneof![
+            Just("é".to_string()),
+            Just("x".to_string()),
+            Just("ab".to_string()),
+            Just("ing".to_string()),
+            Just("会議".to_string()),
+            Just("e\u{301}".to_string()),
+            Just("a@b.co".to_string()),
+            Just("123-45-6789".to_string()),
+            Just("MRN: 1234567".to_string()),
+            Just("212-555-0199".to_string()),
+            "[ .,\\-@0-9]{1,3}",
+            "\\PC{0,3}",
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(300))]
+
+        #[test]
+        fn guided_search_equals_find_iter(parts in proptest::collection::vec(piece(), 0..16)) {
+            static COMPILED: std::sync::OnceLock<Vec<crate::pattern::CompiledPattern>> = std::sync::OnceLock::new();
+            let compiled = COMPILED.get_or_init(|| PATTERNS.iter().map(|p| compile(p, &[]).unwrap()).collect());
+            let text: String = parts.concat();
+            for (p, c) in PATTERNS.iter().zip(compiled) {
+                let filter = c.filter_regex.as_ref().unwrap_or(&c.exact);
+                let want: Vec<(usize, usize)> = c.exact.find_iter(&text).map(|m| (m.start(), m.end())).collect();
+                prop_assert_eq!(guided_find_iter(&c.exact, filter, &text), want, "pattern {}", p);
+            }
+        }
+    }
+
+    #[test]
+    fn many_rejected_starts_fall_back_to_the_linear_search() {
+        let c = compile(r"\bx\w+", &[]).unwrap();
+        let text = format!("é{} x{}", "x".repeat(5000), "y".repeat(10));
+        let want: Vec<(usize, usize)> = c
+            .exact
+            .find_iter(&text)
+            .map(|m| (m.start(), m.end()))
+            .collect();
+        assert_eq!(want.len(), 1);
+        assert_eq!(
+            guided_find_iter(&c.exact, c.filter_regex.as_ref().unwrap(), &text),
+            want
+        );
+    }
+}
