@@ -85,6 +85,14 @@ fn write_number(out: &mut String, n: &Number) -> Result<(), NotFinite> {
 
 /// Appends `s` as a JSON string literal, escaping as Python's encoder does.
 pub fn write_str(out: &mut String, s: &str, esc: Escaping) {
+    let plain =
+        |b: &u8| *b >= b' ' && *b != b'"' && *b != b'\\' && (esc == Escaping::Utf8 || *b <= b'~');
+    if s.as_bytes().iter().all(plain) {
+        out.push('"');
+        out.push_str(s);
+        out.push('"');
+        return;
+    }
     out.push('"');
     let mut run_start = 0;
     for (i, c) in s.char_indices() {

@@ -12,8 +12,10 @@ pub use receipt::{receipt_hash, RECEIPT_SCHEMA};
 use crate::builtins::{Validator, CODONS, HARD_RULES};
 use crate::pattern::{self, CompiledPattern, Flag};
 use crate::rules::{CustomRule, RuleAction, RuleType};
-use regex_automata::meta::Regex;
-use regex_automata::{Anchored, Input, PatternID, PatternSet};
+use regex_automata::meta::{Cache, Regex};
+use regex_automata::util::iter::Searcher;
+use regex_automata::{Anchored, Input, Match, MatchError, PatternID, PatternSet};
+use std::sync::Mutex;
 use std::sync::OnceLock;
 use std::time::Instant;
 
@@ -44,6 +46,102 @@ impl Matcher {
     }
 }
 
+/// For each byte value, a bit per matcher whose required set holds it: one
+/// pass of loads and ORs over the payload yields every candidate matcher.
+struct RequiredBytes {
+    /// 64-bit words per byte value.
+    words: usize,
+    /// `table[b * words + w]`: bit `i % 64` of word `i / 64` set when byte
+    /// `b` is in matcher `i`'s required set.
+    table: Vec<u64>,
+    /// Matchers with no required set: always candidates.
+    always: Vec<u64>,
+    /// Every matcher's bit: the scan stops once all are candidates.
+    all: Vec<u64>,
+}
+
+impl RequiredBytes {
+    fn new<'a>(sets: impl ExactSizeIterator<Item = Option<&'a [u8]>>) -> Self {
+        let n = sets.len();
+        let words = n.div_ceil(64).max(1);
+        let mut table = vec![0u64; 256 * words];
+        let mut always = vec![0u64; words];
+        let mut all = vec![0u64; words];
+        for (i, set) in sets.enumerate() {
+            let (w, bit) = (i / 64, 1u64 << (i % 64));
+            all[w] |= bit;
+            match set {
+                Some(bytes) => bytes
+                    .iter()
+                    .for_each(|&b| table[usize::from(b) * words + w] |= bit),
+                None => always[w] |= bit,
+            }
+        }
+        Self {
+            words,
+            table,
+            always,
+            all,
+        }
+    }
+
+    /// The candidate bits for `bytes`.
+    fn scan(&self, bytes: &[u8]) -> Vec<u64> {
+        let mut mask = self.always.clone();
+        if self.words == 1 {
+            // Four accumulators keep the loads independent of each other.
+            let t = &self.table;
+            let mut acc = [mask[0], 0, 0, 0];
+            for block in bytes.chunks(256) {
+                let mut quads = block.chunks_exact(4);
+                for q in &mut quads {
+                    acc[0] |= t[usize::from(q[0])];
+                    acc[1] |= t[usize::from(q[1])];
+                    acc[2] |= t[usize::from(q[2])];
+                    acc[3] |= t[usize::from(q[3])];
+                }
+                for &b in quads.remainder() {
+                    acc[0] |= t[usize::from(b)];
+                }
+                if acc[0] | acc[1] | acc[2] | acc[3] == self.all[0] {
+                    break;
+                }
+            }
+            mask[0] = acc[0] | acc[1] | acc[2] | acc[3];
+        } else {
+            for &b in bytes {
+                let row = &self.table[usize::from(b) * self.words..][..self.words];
+                mask.iter_mut().zip(row).for_each(|(m, r)| *m |= r);
+            }
+        }
+        mask
+    }
+}
+
+/// Search caches for every regex of one evaluator, used by one evaluation at
+/// a time. Lazy DFAs build their states into these, so a warmed set answers
+/// in microseconds where a new one first spends 50–200 µs building states.
+struct Caches {
+    exact: Vec<Cache>,
+    filter: Vec<Option<Cache>>,
+    set: Option<Cache>,
+}
+
+/// Cache sets warmed at load: one per core (at most 8), so the first
+/// requests after a start or a reload do not pay for building DFA states.
+fn warm_sets() -> usize {
+    std::thread::available_parallelism().map_or(2, |n| n.get().min(8))
+}
+
+/// Payloads run through each cache set at load: prose, digits in the
+/// built-in formats, and non-ASCII text (the boundary-free filters' path).
+const WARM_UP: [&str; 4] = [
+    "The meeting moved to Tuesday at 10:30; call (212) 555-0199 or +1 415.555.0123, mail jane.doe@example.com, host 10.0.0.1.",
+    "SSN 123-45-6789, card 4111 1111 1111 1111, MRN: 12345678, rx 1234567, ticket TCK-004211, PROJ-ZEUS-9, id 000-12-3456.",
+    "Die Überprüfung läuft; café crème. 会議は午後三時に始まります。 Écrivez à ops@example.com ou 555-867-5309 — nº 123-45-6789.",
+    "Señor Núñez enviará el informe mañana 2026-11-30. Ещё раз спасибо. 我们下周讨论预算 192.168.0.1 e\u{301} 9.255.255.255",
+];
+
 /// Above this many candidate matchers, one pass of the combined set narrows
 /// them down before any per-rule search. Below it, per-rule searches win:
 /// most rules have literals the regex engine skips ahead with, while the
@@ -70,6 +168,10 @@ pub struct Evaluator {
     /// could not be built, and every matcher then runs on every payload.
     filter: Option<Regex>,
     rules: Vec<RuleInfo>,
+    /// Which matchers each byte value can start to satisfy.
+    required: RequiredBytes,
+    /// Idle cache sets; an evaluation that finds none makes a new one.
+    caches: Mutex<Vec<Caches>>,
 }
 
 impl std::fmt::Debug for Evaluator {
@@ -139,13 +241,80 @@ impl Evaluator {
             filters.push(p.filter.as_str());
         }
         let filter = pattern::build_set(&filters, FILTER_SIZE_LIMIT, FILTER_DFA_LIMIT);
-        Ok(Self {
+        let required = RequiredBytes::new(matchers.iter().map(|m| m.required.as_deref()));
+        let evaluator = Self {
+            required,
             pack_id: pack_id.to_string(),
             pack_version: pack_version.to_string(),
             matchers,
             filter,
             rules: infos,
-        })
+            caches: Mutex::new(Vec::new()),
+        };
+        evaluator.warm(warm_sets());
+        Ok(evaluator)
+    }
+
+    fn new_caches(&self) -> Caches {
+        Caches {
+            exact: self
+                .matchers
+                .iter()
+                .map(|m| m.regex.create_cache())
+                .collect(),
+            filter: self
+                .matchers
+                .iter()
+                .map(|m| m.filter.as_ref().map(Regex::create_cache))
+                .collect(),
+            set: self.filter.as_ref().map(Regex::create_cache),
+        }
+    }
+
+    /// Builds `n` cache sets and runs the warm-up payloads through each.
+    fn warm(&self, n: usize) {
+        let mut sets = Vec::with_capacity(n);
+        for _ in 0..n {
+            let mut caches = self.new_caches();
+            for text in WARM_UP {
+                let all: Vec<usize> = (0..self.matchers.len()).collect();
+                let _ = self.search(text, all, &mut caches);
+            }
+            sets.push(caches);
+        }
+        self.idle_caches().extend(sets);
+    }
+
+    fn idle_caches(&self) -> std::sync::MutexGuard<'_, Vec<Caches>> {
+        // A poisoned lock only means a panic elsewhere; the caches stay valid.
+        self.caches
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Spans of every candidate matcher that matches, with the given caches.
+    fn search(
+        &self,
+        text: &str,
+        mut candidates: Vec<usize>,
+        caches: &mut Caches,
+    ) -> Vec<Vec<(usize, usize)>> {
+        let ascii = text.is_ascii();
+        if candidates.len() > SET_THRESHOLD {
+            if let (Some(set), Some(cache)) = (&self.filter, caches.set.as_mut()) {
+                let mut hits = PatternSet::new(set.pattern_len());
+                set.which_overlapping_matches_with(cache, &Input::new(text), &mut hits);
+                candidates.retain(|&i| PatternID::new(i).is_ok_and(|p| hits.contains(p)));
+            }
+        }
+        let mut found: Vec<Vec<(usize, usize)>> = Vec::new();
+        if !candidates.is_empty() {
+            found.resize_with(self.matchers.len(), Vec::new);
+            for i in candidates {
+                found[i] = self.find_all(i, text, ascii, caches);
+            }
+        }
+        found
     }
 
     /// The pack id.
@@ -174,38 +343,24 @@ impl Evaluator {
     /// Indices of the matchers that may match `text`: those whose required
     /// bytes occur in it (one pass over the bytes settles most clean payloads).
     fn candidates(&self, text: &str) -> Vec<usize> {
-        let mut present = [false; 256];
-        for &b in text.as_bytes() {
-            present[usize::from(b)] = true;
-        }
+        let mask = self.required.scan(text.as_bytes());
         (0..self.matchers.len())
-            .filter(|&i| match &self.matchers[i].required {
-                Some(bytes) => bytes.iter().any(|&b| present[usize::from(b)]),
-                None => true,
-            })
+            .filter(|&i| mask[i / 64] & (1 << (i % 64)) != 0)
             .collect()
     }
 
     fn decide(&self, text: &str) -> Decision<'_> {
-        let mut candidates = self.candidates(text);
+        let candidates = self.candidates(text);
         if candidates.is_empty() {
             return self.finish(text, Vec::new(), None, text.to_string());
         }
+        let mut caches = self
+            .idle_caches()
+            .pop()
+            .unwrap_or_else(|| self.new_caches());
+        let found = self.search(text, candidates, &mut caches);
+        self.idle_caches().push(caches);
         let ascii = text.is_ascii();
-        if candidates.len() > SET_THRESHOLD {
-            if let Some(set) = &self.filter {
-                let mut hits = PatternSet::new(set.pattern_len());
-                set.which_overlapping_matches(&Input::new(text), &mut hits);
-                candidates.retain(|&i| PatternID::new(i).is_ok_and(|p| hits.contains(p)));
-            }
-        }
-        let mut found: Vec<Vec<(usize, usize)>> = Vec::new();
-        if !candidates.is_empty() {
-            found.resize_with(self.matchers.len(), Vec::new);
-            for i in candidates {
-                found[i] = self.find_all(i, text, ascii);
-            }
-        }
         if found.iter().all(Vec::is_empty) {
             return self.finish(text, Vec::new(), None, text.to_string());
         }
@@ -343,15 +498,20 @@ impl Evaluator {
 
     /// Every non-empty, validated match of matcher `i`, left to right,
     /// non-overlapping; a dropped candidate does not let an overlapping one through.
-    fn find_all(&self, i: usize, text: &str, ascii: bool) -> Vec<(usize, usize)> {
+    fn find_all(
+        &self,
+        i: usize,
+        text: &str,
+        ascii: bool,
+        caches: &mut Caches,
+    ) -> Vec<(usize, usize)> {
         let m = &self.matchers[i];
-        let spans = match &m.filter {
-            Some(filter) if !ascii => guided_find_iter(&m.regex, filter, text),
-            _ => m
-                .regex
-                .find_iter(text)
-                .map(|x| (x.start(), x.end()))
-                .collect(),
+        let exact_cache = &mut caches.exact[i];
+        let spans = match (&m.filter, &mut caches.filter[i]) {
+            (Some(filter), Some(filter_cache)) if !ascii => {
+                guided_find_iter(&m.regex, exact_cache, filter, filter_cache, text)
+            }
+            _ => find_iter_with(&m.regex, exact_cache, Input::new(text)),
         };
         spans
             .into_iter()
@@ -372,17 +532,27 @@ const MAX_GUIDED_MISSES: usize = 64;
 /// `filter` proposes that start; an anchored `exact` search confirms it (its
 /// leftmost-first match there is the one `find_iter` would report) or
 /// rejects it, and the search goes on one character later.
-fn guided_find_iter(exact: &Regex, filter: &Regex, text: &str) -> Vec<(usize, usize)> {
+fn guided_find_iter(
+    exact: &Regex,
+    exact_cache: &mut Cache,
+    filter: &Regex,
+    filter_cache: &mut Cache,
+    text: &str,
+) -> Vec<(usize, usize)> {
     let mut out = Vec::new();
     let mut pos = 0usize;
     let mut misses = 0usize;
     let next_char = |at: usize| at + text[at..].chars().next().map_or(1, char::len_utf8);
     while pos <= text.len() {
-        let Some(proposed) = filter.search(&Input::new(text).range(pos..)) else {
+        let Some(proposed) = filter.search_with(filter_cache, &Input::new(text).range(pos..))
+        else {
             break;
         };
         let start = proposed.start();
-        match exact.search(&Input::new(text).range(start..).anchored(Anchored::Yes)) {
+        match exact.search_with(
+            exact_cache,
+            &Input::new(text).range(start..).anchored(Anchored::Yes),
+        ) {
             Some(m) => {
                 out.push((m.start(), m.end()));
                 pos = if m.is_empty() {
@@ -397,10 +567,23 @@ fn guided_find_iter(exact: &Regex, filter: &Regex, text: &str) -> Vec<(usize, us
             }
             None => {
                 let rest = Input::new(text).range(next_char(start)..);
-                out.extend(exact.find_iter(rest).map(|x| (x.start(), x.end())));
+                out.extend(find_iter_with(exact, exact_cache, rest));
                 break;
             }
         }
+    }
+    out
+}
+
+/// `re.find_iter(input)` with an explicit cache: leftmost-first,
+/// non-overlapping, empty matches handled as the `regex` crate does.
+fn find_iter_with(re: &Regex, cache: &mut Cache, input: Input<'_>) -> Vec<(usize, usize)> {
+    let mut searcher = Searcher::new(input);
+    let mut out = Vec::new();
+    while let Some(m) =
+        searcher.advance(|i| Ok::<Option<Match>, MatchError>(re.search_with(cache, i)))
+    {
+        out.push((m.start(), m.end()));
     }
     out
 }

@@ -136,7 +136,7 @@ fn receipt_is_deterministic() {
 }
 
 mod guided {
-    use super::super::guided_find_iter;
+    use super::super::{find_iter_with, guided_find_iter};
     use crate::pattern::compile;
     use proptest::prelude::*;
 
@@ -180,9 +180,42 @@ mod guided {
             for (p, c) in PATTERNS.iter().zip(compiled) {
                 let filter = c.filter_regex.as_ref().unwrap_or(&c.exact);
                 let want: Vec<(usize, usize)> = c.exact.find_iter(&text).map(|m| (m.start(), m.end())).collect();
-                prop_assert_eq!(guided_find_iter(&c.exact, filter, &text), want, "pattern {}", p);
+                let got = guided_find_iter(&c.exact, &mut c.exact.create_cache(), filter, &mut filter.create_cache(), &text);
+                prop_assert_eq!(got, want, "pattern {}", p);
             }
         }
+    }
+
+    #[test]
+    fn find_iter_with_a_cache_equals_find_iter() {
+        for p in PATTERNS {
+            let c = compile(p, &[]).unwrap();
+            for text in [
+                "",
+                "x ab a ab é ing singing 123-45-6789 a@b.co",
+                "e\u{301}123 é 1 2",
+            ] {
+                let want: Vec<(usize, usize)> = c
+                    .exact
+                    .find_iter(text)
+                    .map(|m| (m.start(), m.end()))
+                    .collect();
+                let got = find_iter_with(
+                    &c.exact,
+                    &mut c.exact.create_cache(),
+                    regex_automata::Input::new(text),
+                );
+                assert_eq!(got, want, "{p} on {text:?}");
+            }
+        }
+        // Empty matches advance by one character, as the regex crate does.
+        let re = regex_automata::meta::Regex::new(r"\b").unwrap();
+        let got = find_iter_with(
+            &re,
+            &mut re.create_cache(),
+            regex_automata::Input::new("ab é"),
+        );
+        assert_eq!(got, vec![(0, 0), (2, 2), (3, 3), (5, 5)]);
     }
 
     #[test]
@@ -195,9 +228,30 @@ mod guided {
             .map(|m| (m.start(), m.end()))
             .collect();
         assert_eq!(want.len(), 1);
-        assert_eq!(
-            guided_find_iter(&c.exact, c.filter_regex.as_ref().unwrap(), &text),
-            want
+        let filter = c.filter_regex.as_ref().unwrap();
+        let got = guided_find_iter(
+            &c.exact,
+            &mut c.exact.create_cache(),
+            filter,
+            &mut filter.create_cache(),
+            &text,
         );
+        assert_eq!(got, want);
     }
+}
+
+#[test]
+fn more_than_sixty_four_rules_are_all_scanned() {
+    let mut yaml = String::from("pack_id: t\nrules:\n");
+    for i in 0..70 {
+        yaml.push_str(&format!(
+            "  - {{id: r{i}, type: regex, pattern: 'Q{i}Z', action: redact}}\n"
+        ));
+    }
+    let e = evaluator(&yaml);
+    let d = e.evaluate("x Q69Z y Q3Z");
+    let ids: Vec<_> = d.triggers.iter().map(|t| t.rule_id).collect();
+    assert_eq!(ids, ["r3", "r69"]);
+    assert_eq!(d.clean_text, "x [REDACTED_R69] y [REDACTED_R3]");
+    assert_eq!(e.evaluate("nothing here").action, PERMIT_ACTION);
 }
