@@ -180,6 +180,30 @@ fn playbook_of_50_mb_fails_fast() {
 }
 
 #[test]
+fn playbook_alias_bomb_is_refused_without_expanding_it() {
+    // Nine levels of nine aliases: 9^9 strings if expanded.
+    let env = Env::new();
+    let mut yaml = String::from(
+        "pack_id: custom.bomb.v1\na0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n",
+    );
+    for i in 1..10 {
+        let refs = vec![format!("*a{}", i - 1); 9].join(", ");
+        yaml.push_str(&format!("a{i}: &a{i} [{refs}]\n"));
+    }
+    yaml.push_str("metadata: *a9\n");
+    let p = env.write("bomb.yaml", &yaml);
+    let t = Instant::now();
+    let f = env.compile_fails(&p, &env.lic, "CompilerError", 3);
+    assert!(
+        t.elapsed() < Duration::from_secs(10),
+        "took {:?}",
+        t.elapsed()
+    );
+    assert!(f.message.starts_with("Failed to parse YAML playbook"));
+    f.names(&["bomb.yaml", "repetition limit"]);
+}
+
+#[test]
 fn playbook_missing_file_is_a_compiler_error_naming_it() {
     let env = Env::new();
     let f = env.compile_fails(&env.path("absent.yaml"), &env.lic, "CompilerError", 3);
