@@ -51,8 +51,16 @@ fn json_line(v: &impl serde::Serialize) -> String {
     serde_json::to_string(v).unwrap_or_default()
 }
 
+/// Pretty JSON for people, with `[start, end]` spans kept on one line. (A JSON
+/// string cannot hold a raw newline, so the rewrite never touches text.)
 fn json_pretty(v: &impl serde::Serialize) -> String {
+    static PAIR: std::sync::OnceLock<Option<regex::Regex>> = std::sync::OnceLock::new();
     let mut s = serde_json::to_string_pretty(v).unwrap_or_default();
+    if let Some(pair) =
+        PAIR.get_or_init(|| regex::Regex::new(r"\[\n\s*(\d+),\n\s*(\d+)\n\s*\]").ok())
+    {
+        s = pair.replace_all(&s, "[$1, $2]").into_owned();
+    }
     s.push('\n');
     s
 }
