@@ -6,7 +6,7 @@
 //!
 //! - [`config`]: the YAML file, `HELIXOR_*` variables and flags;
 //! - [`generation`]: reading a deployment and building a generation;
-//! - [`reload`]: one-at-a-time reloads and their triggers;
+//! - [`reload`](mod@reload): one-at-a-time reloads and their triggers;
 //! - [`routes`]: the HTTP API and its middleware;
 //! - [`metrics`]: the Prometheus registry;
 //! - [`auth`]: bearer tokens;
