@@ -370,6 +370,29 @@ mod tests {
         assert!(alt.contains(&b'y') || alt.contains(&b'k'));
     }
 
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(200))]
+
+        /// The prefilter is sound: a text the exact regex matches always holds
+        /// one of the required bytes.
+        #[test]
+        fn every_match_holds_a_required_byte(text in "[a-zA-Z0-9 @.:()+\\-éß会Kſ\u{301}]{0,40}") {
+            static PATTERNS: std::sync::OnceLock<Vec<CompiledPattern>> = std::sync::OnceLock::new();
+            let patterns = PATTERNS.get_or_init(|| {
+                [r"\b\d{3}-\d{2}-\d{4}\b", r"(?i)\b(?:MRN|EHR|RX)[-:]?\s*\d{6,10}\b", r"(?i)kß|会", r"[a-z]+@[a-z]+\.[a-z]+",
+                 r"(?:\+?1[-.\s]?)?(?:\([2-9]\d{2}\)|[2-9]\d{2})[-.\s]?\d{3}[-.\s]?\d{4}\b", r"\w+ing", r"(?i)s\b", r"e\u{301}?x"]
+                    .iter()
+                    .map(|p| compile(p, &[]).unwrap())
+                    .collect()
+            });
+            for p in patterns {
+                if let (true, Some(req)) = (p.exact.is_match(&text), &p.required) {
+                    proptest::prop_assert!(text.bytes().any(|b| req.contains(&b)), "{} on {:?}", p.exact_src, text);
+                }
+            }
+        }
+    }
+
     #[test]
     fn flags_map_to_inline_flags() {
         let p = compile("abc", &[Flag::IgnoreCase]).unwrap();
