@@ -380,19 +380,7 @@ fn f_sigterm_drains_finishes_in_flight_requests_and_exits_0() {
 
 /// Runs `serve` expecting it to fail before listening: (exit code, stdout, stderr).
 fn serve_fails(args: &[&str], envs: &[(&str, &Path)]) -> (i32, String, String) {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_helixor-pack"));
-    cmd.arg("serve")
-        .args(["--listen", "127.0.0.1:0"])
-        .args(args);
-    for (k, _) in std::env::vars() {
-        if k.starts_with("HELIXOR_") {
-            cmd.env_remove(k);
-        }
-    }
-    for (k, v) in envs {
-        cmd.env(k, v);
-    }
-    let mut child = cmd
+    let mut child = server_support::serve_command(args, envs)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

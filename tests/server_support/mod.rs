@@ -259,6 +259,22 @@ pub struct Server {
     pub stderr: PathBuf,
 }
 
+/// `helixor-pack serve --listen 127.0.0.1:0 <args>` with no inherited
+/// `HELIXOR_*` variable and the given ones set.
+pub fn serve_command<S: AsRef<std::ffi::OsStr>>(args: &[S], envs: &[(&str, &Path)]) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_helixor-pack"));
+    cmd.args(["serve", "--listen", "127.0.0.1:0"]).args(args);
+    for (k, _) in std::env::vars() {
+        if k.starts_with("HELIXOR_") {
+            cmd.env_remove(k);
+        }
+    }
+    for (k, v) in envs {
+        cmd.env(k, v);
+    }
+    cmd
+}
+
 impl Server {
     /// Starts `serve --config <config>`, waits for `listening on ADDR`.
     pub fn start(config: &Path, log_dir: &Path) -> Self {
@@ -275,17 +291,7 @@ impl Server {
                 .unwrap()
                 .as_nanos()
         ));
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_helixor-pack"));
-        cmd.args(["serve", "--listen", "127.0.0.1:0"]).args(args);
-        for (k, _) in std::env::vars() {
-            if k.starts_with("HELIXOR_") {
-                cmd.env_remove(k);
-            }
-        }
-        for (k, v) in envs {
-            cmd.env(k, v);
-        }
-        let mut child = cmd
+        let mut child = serve_command(args, envs)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(std::fs::File::create(&stderr).unwrap())
