@@ -84,7 +84,13 @@ fn a_k8s_data_swap_to_a_renewed_license_and_packs_reloads() {
         "{metrics}"
     );
     assert!(metrics.contains("helixor_generation 2"));
-    assert!(server.log().contains("reload: generation 2 is serving"));
+    // The swap is published before its log line is written.
+    wait_for(Duration::from_secs(2), "the reload log line", || {
+        server
+            .log()
+            .contains("reload: generation 2 is serving")
+            .then_some(())
+    });
 }
 
 #[test]
@@ -277,7 +283,8 @@ fn e_a_license_expiring_while_serving_then_renewed_by_hot_reload() {
     let fx = Fixture::new();
     let mut vol = K8sVolume::new(fx.path().join("deployment"));
     let now = OffsetDateTime::now_utc().replace_nanosecond(0).unwrap();
-    let lic = fx.license_until(now + time::Duration::seconds(4));
+    // Long enough to compile two packs and start on a loaded CI machine.
+    let lic = fx.license_until(now + time::Duration::seconds(6));
     let packs = fx.packs(&lic, &fx.path().join("build-1"), "1.0.0");
     vol.deploy(&lic, &packs);
     let cfg = fx.path().join("helixor.yaml");
@@ -290,9 +297,10 @@ fn e_a_license_expiring_while_serving_then_renewed_by_hot_reload() {
     );
     let server = Server::start(&cfg, fx.path());
     assert_eq!(decision(&server)["generation"], 1);
+    // Logged at start-up, before the listener is announced.
     assert!(server.log().contains("the license expires in 0 days"));
 
-    let a = wait_for(Duration::from_secs(10), "the license to expire", || {
+    let a = wait_for(Duration::from_secs(15), "the license to expire", || {
         let a = server.post("/evaluate", EVAL);
         (a.status != 200).then_some(a)
     });

@@ -185,6 +185,7 @@ pub async fn run(config: Config) -> Result<u8, Error> {
     let listen = config.listen;
     let state = AppState::new(config, Some(generation))?;
     log_generation_loaded(&state);
+    spawn_expiry_monitor(&state);
 
     let listener = tokio::net::TcpListener::bind(listen)
         .await
@@ -204,7 +205,6 @@ pub async fn run(config: Config) -> Result<u8, Error> {
     }
     reload::spawn_rescan(&state);
     reload::spawn_sighup(&state, hup);
-    spawn_expiry_monitor(&state);
 
     let (stop_tx, mut stop_rx) = tokio::sync::watch::channel(false);
     let shutdown_state = Arc::clone(&state);
@@ -260,50 +260,67 @@ fn log_generation_loaded(state: &AppState) {
     }
 }
 
-/// Warns at start-up and daily from 14 days before `not_after`, and once
-/// when the serving license expires (§9.6).
+/// What the expiry monitor has already said, so each warning is logged
+/// once per generation (and daily), not on every wake-up.
+#[derive(Default)]
+struct ExpiryMonitor {
+    warned: Option<(u64, tokio::time::Instant)>,
+    expired_logged: Option<u64>,
+}
+
+impl ExpiryMonitor {
+    /// Logs what is due for the serving license and returns how long to
+    /// sleep before the next check.
+    fn check(&mut self, state: &AppState) -> Duration {
+        let mut sleep_for = Duration::from_secs(3600);
+        let Some(g) = state.current() else {
+            return sleep_for;
+        };
+        let left = g.license.seconds_left(OffsetDateTime::now_utc());
+        if left == 0 {
+            if self.expired_logged != Some(g.number) {
+                tracing::error!(
+                    license_id = %g.license.license_id,
+                    not_after = %format_time(g.license.not_after),
+                    generation = g.number,
+                    "the license has expired: evaluations answer 503 LicenseExpiredError until a renewed license and its packs are deployed"
+                );
+                self.expired_logged = Some(g.number);
+            }
+            return sleep_for;
+        }
+        let due = match self.warned {
+            Some((n, at)) => n != g.number || at.elapsed() >= Duration::from_secs(86_400),
+            None => true,
+        };
+        if due && (left as u64) <= EXPIRY_WARNING.as_secs() {
+            tracing::warn!(
+                license_id = %g.license.license_id,
+                not_after = %format_time(g.license.not_after),
+                seconds_left = left,
+                "the license expires in {} days: deploy a renewed license with its recompiled packs",
+                left / 86_400
+            );
+            self.warned = Some((g.number, tokio::time::Instant::now()));
+        }
+        // Wake up right after expiry to log it.
+        sleep_for = sleep_for.min(Duration::from_secs(left as u64 + 1));
+        sleep_for
+    }
+}
+
+/// Warns at start-up (before the listener is announced, so operators and
+/// tests see it with the first log lines) and daily from 14 days before
+/// `not_after`, and once when the serving license expires (§9.6).
 fn spawn_expiry_monitor(state: &Arc<AppState>) {
     let state = Arc::clone(state);
+    let mut monitor = ExpiryMonitor::default();
+    let first = monitor.check(&state);
     tokio::spawn(async move {
-        let mut warned: Option<(u64, tokio::time::Instant)> = None;
-        let mut expired_logged: Option<u64> = None;
+        let mut sleep_for = first;
         loop {
-            let mut sleep_for = Duration::from_secs(3600);
-            if let Some(g) = state.current() {
-                let now = OffsetDateTime::now_utc();
-                let left = g.license.seconds_left(now);
-                if left == 0 {
-                    if expired_logged != Some(g.number) {
-                        tracing::error!(
-                            license_id = %g.license.license_id,
-                            not_after = %format_time(g.license.not_after),
-                            generation = g.number,
-                            "the license has expired: evaluations answer 503 LicenseExpiredError until a renewed license and its packs are deployed"
-                        );
-                        expired_logged = Some(g.number);
-                    }
-                } else {
-                    let due = match warned {
-                        Some((n, at)) => {
-                            n != g.number || at.elapsed() >= Duration::from_secs(86_400)
-                        }
-                        None => true,
-                    };
-                    if due && (left as u64) <= EXPIRY_WARNING.as_secs() {
-                        tracing::warn!(
-                            license_id = %g.license.license_id,
-                            not_after = %format_time(g.license.not_after),
-                            seconds_left = left,
-                            "the license expires in {} days: deploy a renewed license with its recompiled packs",
-                            left / 86_400
-                        );
-                        warned = Some((g.number, tokio::time::Instant::now()));
-                    }
-                    // Wake up right after expiry to log it.
-                    sleep_for = sleep_for.min(Duration::from_secs(left as u64 + 1));
-                }
-            }
             tokio::time::sleep(sleep_for).await;
+            sleep_for = monitor.check(&state);
         }
     });
 }

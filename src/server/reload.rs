@@ -102,11 +102,13 @@ pub async fn reload(state: &Arc<AppState>, trigger: Trigger) -> ReloadOutcome {
         trigger,
         duration: started.elapsed(),
     };
+    // Logged before it is published, so whoever sees the outcome in
+    // /v1/status or /metrics also finds it in the logs.
+    log_outcome(&outcome);
     state
         .metrics
         .record_reload(result, true, now.unix_timestamp() as f64);
     state.set_last_reload(outcome.clone());
-    log_outcome(&outcome);
     outcome
 }
 
