@@ -344,7 +344,7 @@ fn e_a_license_expiring_while_serving_then_renewed_by_hot_reload() {
 
 #[test]
 fn f_sigterm_drains_finishes_in_flight_requests_and_exits_0() {
-    let (fx, _vol, cfg) = k8s_setup("shutdown:\n  drain_delay_ms: 700\n  grace_ms: 5000\n");
+    let (fx, _vol, cfg) = k8s_setup("shutdown:\n  drain_delay_ms: 1500\n  grace_ms: 5000\n");
     let mut server = Server::start(&cfg, fx.path());
     let addr = server.addr;
     // A request in flight: the head and half of the body are sent.
@@ -370,7 +370,7 @@ fn f_sigterm_drains_finishes_in_flight_requests_and_exits_0() {
     });
     assert_eq!(a.json()["error"], "ServiceUnavailableError");
     assert_eq!(server.post("/evaluate", EVAL).status, 200);
-    assert!(signalled.elapsed() < Duration::from_millis(700));
+    assert!(signalled.elapsed() < Duration::from_millis(1500));
     // After the drain delay the listener is closed.
     wait_for(Duration::from_secs(3), "the listener to close", || {
         TcpStream::connect(addr).is_err().then_some(())
