@@ -18,6 +18,9 @@ pub enum RuleAction {
 }
 
 impl RuleAction {
+    /// Every action, in the order error messages list them.
+    pub const ALL: [Self; 2] = [Self::Block, Self::Redact];
+
     /// As written in a playbook.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -37,6 +40,9 @@ pub enum RuleType {
 }
 
 impl RuleType {
+    /// Every type, in the order error messages list them.
+    pub const ALL: [Self; 2] = [Self::Regex, Self::LuhnChecksum];
+
     /// As written in a playbook.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -159,42 +165,22 @@ fn check_rule(
             seen.insert(id.clone(), i);
         }
     }
-    let rule_type = match rule.get("type") {
-        Some(Value::String(t)) if t == "regex" => Some(RuleType::Regex),
-        Some(Value::String(t)) if t == "luhn_checksum" => Some(RuleType::LuhnChecksum),
-        Some(Value::String(t)) => {
-            problems.push(format!(
-                "{place}: unsupported type `{t}` (supported: regex, luhn_checksum)"
-            ));
-            None
-        }
-        Some(_) => {
-            problems.push(format!("{place}: `type` is not a string"));
-            None
-        }
-        None => {
-            problems.push(format!("{place}: missing `type`"));
-            None
-        }
-    };
-    let action = match rule.get("action") {
-        Some(Value::String(a)) if a == "block" => Some(RuleAction::Block),
-        Some(Value::String(a)) if a == "redact" => Some(RuleAction::Redact),
-        Some(Value::String(a)) => {
-            problems.push(format!(
-                "{place}: unsupported action `{a}` (supported: block, redact)"
-            ));
-            None
-        }
-        Some(_) => {
-            problems.push(format!("{place}: `action` is not a string"));
-            None
-        }
-        None => {
-            problems.push(format!("{place}: missing `action`"));
-            None
-        }
-    };
+    let rule_type = choice(
+        rule,
+        "type",
+        &RuleType::ALL,
+        RuleType::as_str,
+        &place,
+        problems,
+    );
+    let action = choice(
+        rule,
+        "action",
+        &RuleAction::ALL,
+        RuleAction::as_str,
+        &place,
+        problems,
+    );
     let description = match rule.get("description") {
         None | Some(Value::Null) => None,
         Some(Value::String(d)) => Some(d.clone()),
@@ -246,6 +232,39 @@ fn check_rule(
         description,
         pattern: pattern?,
     })
+}
+
+/// Reads `key` as one of `options` (by their playbook names), recording
+/// what is wrong with it otherwise.
+fn choice<T: Copy>(
+    rule: &Map<String, Value>,
+    key: &str,
+    options: &[T],
+    name: fn(T) -> &'static str,
+    place: &str,
+    problems: &mut Vec<String>,
+) -> Option<T> {
+    match rule.get(key) {
+        Some(Value::String(v)) => {
+            let found = options.iter().copied().find(|&o| name(o) == v);
+            if found.is_none() {
+                let supported: Vec<&str> = options.iter().map(|&o| name(o)).collect();
+                problems.push(format!(
+                    "{place}: unsupported {key} `{v}` (supported: {})",
+                    supported.join(", ")
+                ));
+            }
+            found
+        }
+        Some(_) => {
+            problems.push(format!("{place}: `{key}` is not a string"));
+            None
+        }
+        None => {
+            problems.push(format!("{place}: missing `{key}`"));
+            None
+        }
+    }
 }
 
 fn check_builtin_list(

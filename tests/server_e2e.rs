@@ -39,6 +39,18 @@ fn k8s_setup(extra: &str) -> (Fixture, K8sVolume, PathBuf) {
     (fx, vol, cfg)
 }
 
+/// A license and its packs in a plain `packs` directory, with a config
+/// file (`extra` appended): (fixture, license, packs dir, config).
+fn dir_setup(extra: &str) -> (Fixture, PathBuf, PathBuf, PathBuf) {
+    let fx = Fixture::new();
+    let lic = fx.license();
+    let packs_dir = fx.path().join("packs");
+    fx.packs(&lic, &packs_dir, "1.0.0");
+    let cfg = fx.path().join("helixor.yaml");
+    write_config(&cfg, &lic, &packs_dir, &fx.issuer_dir, extra);
+    (fx, lic, packs_dir, cfg)
+}
+
 /// A renewed license with its recompiled packs at `version`.
 fn renewal(fx: &Fixture, version: &str) -> (PathBuf, Vec<PathBuf>) {
     let lic = fx.license();
@@ -199,18 +211,7 @@ fn c_twenty_deployments_under_traffic_lose_nothing() {
 
 #[test]
 fn d_sighup_and_admin_reload() {
-    let fx = Fixture::new();
-    let lic = fx.license();
-    let packs_dir = fx.path().join("packs");
-    fx.packs(&lic, &packs_dir, "1.0.0");
-    let cfg = fx.path().join("helixor.yaml");
-    write_config(
-        &cfg,
-        &lic,
-        &packs_dir,
-        &fx.issuer_dir,
-        "reload:\n  watch: false\n  rescan_interval_s: 0\n",
-    );
+    let (fx, lic, packs_dir, cfg) = dir_setup("reload:\n  watch: false\n  rescan_interval_s: 0\n");
     let server = Server::start(&cfg, fx.path());
     let recompile = |version: &str| {
         fx.compile_text(
@@ -610,21 +611,11 @@ fn h_environment_configuration_and_the_healthcheck_command() {
 
 #[test]
 fn i_packs_dir_deleted_and_recreated_and_a_burst_of_file_events() {
-    let fx = Fixture::new();
-    let lic = fx.license();
-    let packs_dir = fx.path().join("packs");
-    fx.packs(&lic, &packs_dir, "1.0.0");
+    // The watcher alone (no rescan), so each step shows that events arrive.
+    let (fx, lic, packs_dir, cfg) =
+        dir_setup("reload:\n  debounce_ms: 100\n  rescan_interval_s: 0\n");
     let spare = fx.path().join("spare");
     fx.packs(&lic, &spare, "2.0.0");
-    let cfg = fx.path().join("helixor.yaml");
-    // The watcher alone (no rescan), so each step shows that events arrive.
-    write_config(
-        &cfg,
-        &lic,
-        &packs_dir,
-        &fx.issuer_dir,
-        "reload:\n  debounce_ms: 100\n  rescan_interval_s: 0\n",
-    );
     let server = Server::start(&cfg, fx.path());
 
     // A thousand file events in about a second: hidden and temporary files
