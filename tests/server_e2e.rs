@@ -23,9 +23,17 @@ const EVAL: &str = r#"{"text": "ticket TCK-123456", "pack_id": "custom.test_ids.
 /// A fixture with a Kubernetes-style volume holding `version` of the packs
 /// for a one-year license, and a config file for it.
 fn k8s_setup(extra: &str) -> (Fixture, K8sVolume, PathBuf) {
+    k8s_setup_with(extra, Fixture::license)
+}
+
+/// [`k8s_setup`] with the license `issue` makes.
+fn k8s_setup_with(
+    extra: &str,
+    issue: impl FnOnce(&Fixture) -> PathBuf,
+) -> (Fixture, K8sVolume, PathBuf) {
     let fx = Fixture::new();
     let mut vol = K8sVolume::new(fx.path().join("deployment"));
-    let lic = fx.license();
+    let lic = issue(&fx);
     let packs = fx.packs(&lic, &fx.path().join("build-1"), "1.0.0");
     vol.deploy(&lic, &packs);
     let cfg = fx.path().join("helixor.yaml");
@@ -281,21 +289,10 @@ fn d_sighup_and_admin_reload() {
 
 #[test]
 fn e_a_license_expiring_while_serving_then_renewed_by_hot_reload() {
-    let fx = Fixture::new();
-    let mut vol = K8sVolume::new(fx.path().join("deployment"));
     let now = OffsetDateTime::now_utc().replace_nanosecond(0).unwrap();
     // Long enough to compile two packs and start on a loaded CI machine.
-    let lic = fx.license_until(now + time::Duration::seconds(6));
-    let packs = fx.packs(&lic, &fx.path().join("build-1"), "1.0.0");
-    vol.deploy(&lic, &packs);
-    let cfg = fx.path().join("helixor.yaml");
-    write_config(
-        &cfg,
-        &vol.license_path(),
-        &vol.packs_dir(),
-        &fx.issuer_dir,
-        FAST,
-    );
+    let (fx, mut vol, cfg) =
+        k8s_setup_with("", |fx| fx.license_until(now + time::Duration::seconds(6)));
     let server = Server::start(&cfg, fx.path());
     assert_eq!(decision(&server)["generation"], 1);
     // Logged at start-up, before the listener is announced.
