@@ -5,9 +5,14 @@
 
 mod decision;
 mod receipt;
+mod stream;
 
 pub use decision::{Decision, Severity, Source, Trigger, BLOCKED_TEXT, PERMIT_ACTION};
 pub use receipt::{receipt_hash, RECEIPT_SCHEMA};
+pub use stream::{
+    Blocked, Released, StreamOptions, StreamSession, DEFAULT_MAX_HOLDBACK_CHARS, HOLDBACK_ACTION,
+    HOLDBACK_REASON,
+};
 
 use crate::builtins::{Validator, CODONS, HARD_RULES};
 use crate::pattern::{self, CompiledPattern, Flag};
@@ -33,6 +38,10 @@ struct Matcher {
     /// Bytes of which every match holds one; `None` when there is no such set.
     required: Option<Vec<u8>>,
     validator: Validator,
+    /// Sources of the exact and boundary-free forms, for the streaming
+    /// liveness automata (built only when a pack is first streamed).
+    exact_src: String,
+    filter_src: Option<String>,
 }
 
 impl Matcher {
@@ -42,6 +51,8 @@ impl Matcher {
             filter: p.filter_regex.clone(),
             required: p.required.clone(),
             validator,
+            exact_src: p.exact_src.clone(),
+            filter_src: p.filter_regex.as_ref().map(|_| p.filter.clone()),
         }
     }
 }
@@ -172,6 +183,10 @@ pub struct Evaluator {
     required: RequiredBytes,
     /// Idle cache sets; an evaluation that finds none makes a new one.
     caches: Mutex<Vec<Caches>>,
+    /// Streaming liveness automata, built by the first stream session.
+    live: OnceLock<stream::LivePlan>,
+    /// Idle lazy-DFA caches of stream sessions.
+    live_caches: Mutex<Vec<stream::LiveCaches>>,
 }
 
 impl std::fmt::Debug for Evaluator {
@@ -250,6 +265,8 @@ impl Evaluator {
             filter,
             rules: infos,
             caches: Mutex::new(Vec::new()),
+            live: OnceLock::new(),
+            live_caches: Mutex::new(Vec::new()),
         };
         evaluator.warm(warm_sets());
         Ok(evaluator)
@@ -340,6 +357,45 @@ impl Evaluator {
         decision
     }
 
+    /// The redacted text `W(T)` of SPEC §11.1: `text` with the matches of
+    /// every rule, FATAL ones included, replaced by the §6.3 sweep (what a
+    /// stream session releases in all when it is not blocked).
+    pub fn redacted_text(&self, text: &str) -> String {
+        let candidates = self.candidates(text);
+        if candidates.is_empty() {
+            return text.to_string();
+        }
+        let mut caches = self
+            .idle_caches()
+            .pop()
+            .unwrap_or_else(|| self.new_caches());
+        let found = self.search(text, candidates, &mut caches);
+        self.idle_caches().push(caches);
+        let mut items: Vec<Item<'_>> = Vec::new();
+        for (i, spans) in found.iter().enumerate() {
+            let (key, placeholder) = self.redaction_key(i);
+            items.extend(spans.iter().map(|&(s, e)| (s, e, key, placeholder)));
+        }
+        redact(text, items)
+    }
+
+    /// Matcher `i`'s sort key in the sweep (its trigger's place among all
+    /// triggers, then its codon) and its placeholder.
+    fn redaction_key(&self, i: usize) -> ((usize, usize), &str) {
+        let base = self.rules.len();
+        match self.rules.get(i) {
+            Some(info) => ((i, 0), info.placeholder.as_str()),
+            None => {
+                let c = i - base;
+                let h = HARD_RULES
+                    .iter()
+                    .position(|h| h.codons.contains(&c))
+                    .unwrap_or(HARD_RULES.len());
+                ((base + h, c), CODONS[c].placeholder)
+            }
+        }
+    }
+
     /// Indices of the matchers that may match `text`: those whose required
     /// bytes occur in it (one pass over the bytes settles most clean payloads).
     fn candidates(&self, text: &str) -> Vec<usize> {
@@ -367,7 +423,7 @@ impl Evaluator {
 
         let mut triggers: Vec<Trigger<'_>> = Vec::new();
         // Byte spans of WARNING triggers for redaction: (start, end, order, placeholder).
-        let mut redactions: Vec<(usize, usize, (usize, usize), &str)> = Vec::new();
+        let mut redactions: Vec<Item<'_>> = Vec::new();
         for (r, info) in self.rules.iter().enumerate() {
             let spans = &found[r];
             if spans.is_empty() {
@@ -644,30 +700,46 @@ fn code_point_spans(text: &str, spans: &[(usize, usize)], ascii: bool) -> Vec<[u
     out
 }
 
-/// Replaces WARNING matches by placeholders, merging overlaps (SPEC §6.3).
-fn redact(text: &str, mut items: Vec<(usize, usize, (usize, usize), &str)>) -> String {
+/// A redaction item: byte span, sort key (trigger order, codon), placeholder.
+type Item<'a> = (usize, usize, (usize, usize), &'a str);
+
+/// The §6.3 sweep: sorts `items` by start, then end descending, then key, and
+/// merges overlapping ones into regions `(start, end, placeholder)`, the
+/// placeholder being that of the region's first item.
+fn sweep<'a>(items: &mut [Item<'a>]) -> Vec<(usize, usize, &'a str)> {
     items.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)).then(a.2.cmp(&b.2)));
-    let mut out = String::with_capacity(text.len());
-    let mut pos = 0usize;
-    let mut region: Option<(usize, usize, &str)> = None;
-    for (s, e, _, placeholder) in items {
-        match region {
-            Some((rs, re, ph)) if s < re => region = Some((rs, re.max(e), ph)),
-            Some((rs, re, ph)) => {
-                out.push_str(&text[pos..rs]);
-                out.push_str(ph);
-                pos = re;
-                region = Some((s, e, placeholder));
-            }
-            None => region = Some((s, e, placeholder)),
+    let mut regions: Vec<(usize, usize, &'a str)> = Vec::new();
+    for &(s, e, _, placeholder) in items.iter() {
+        match regions.last_mut() {
+            Some(last) if s < last.1 => last.1 = last.1.max(e),
+            _ => regions.push((s, e, placeholder)),
         }
     }
-    if let Some((rs, re, ph)) = region {
-        out.push_str(&text[pos..rs]);
-        out.push_str(ph);
-        pos = re;
+    regions
+}
+
+/// Writes `text[from..to]` with every region inside it replaced by its placeholder.
+fn write_regions(
+    out: &mut String,
+    text: &str,
+    from: usize,
+    to: usize,
+    regions: &[(usize, usize, &str)],
+) {
+    let mut pos = from;
+    for &(s, e, placeholder) in regions {
+        out.push_str(&text[pos..s]);
+        out.push_str(placeholder);
+        pos = e;
     }
-    out.push_str(&text[pos..]);
+    out.push_str(&text[pos..to]);
+}
+
+/// Replaces WARNING matches by placeholders, merging overlaps (SPEC §6.3).
+fn redact(text: &str, mut items: Vec<Item<'_>>) -> String {
+    let regions = sweep(&mut items);
+    let mut out = String::with_capacity(text.len());
+    write_regions(&mut out, text, 0, text.len(), &regions);
     out
 }
 

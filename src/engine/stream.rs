@@ -1,0 +1,938 @@
+//! Stream sessions (SPEC §11.1): evaluate a text that arrives in pieces and
+//! release its redacted form as soon as no continuation could change it.
+//! Never releases a character that a later piece could turn into part of a
+//! match, never logs or stores a matched value, and never rescans released
+//! text.
+//!
+//! # Design
+//!
+//! The engine reports, per rule, the matches of a leftmost-first,
+//! non-overlapping search (then drops candidates that fail a checksum). For
+//! every rule the session keeps a position `p`: every match starting before
+//! `p` has been *committed* (it is the same whatever arrives next), and no
+//! other match can start before `p`. Between pushes the session answers one
+//! question per rule: which is the earliest start `s ≥ p` still **live**,
+//! that is, from which a continuation could still produce a match (or change
+//! one that ends at the current end)?
+//!
+//! Liveness comes from a lazy DFA (`regex_automata::hybrid`), run
+//! **anchored** from every start position at once:
+//!
+//! - each *thread* is a start position and the DFA state reached from it;
+//!   a thread whose state is dead can never match from its start, and two
+//!   threads in the same state have the same future, so only the earlier
+//!   start is kept (a later start dies when the earlier one does). Each
+//!   byte costs one transition per live thread: the work is linear in the
+//!   text and independent of how it was cut;
+//! - a state that every byte and the end of input lead to the dead state is
+//!   as good as dead (a match that ended one character ago and that nothing
+//!   can extend, e.g. after a trailing `\b` was settled);
+//! - rules with a Unicode word boundary (`\b`), which the DFAs cannot
+//!   evaluate on non-ASCII text, use their boundary-free form with
+//!   `MatchKind::All`: it accepts a superset of the matches and keeps every
+//!   thread that could match, so it only ever holds back more, never less. A
+//!   leading word boundary is checked exactly when a thread starts (the
+//!   characters on both sides are known by then), so words do not each open
+//!   a thread at every letter. Rules without word boundaries use their exact
+//!   pattern with leftmost-first semantics, which dies as soon as a
+//!   higher-priority alternative is ruled out;
+//! - a per-rule table of the bytes that can begin a match lets the scan skip
+//!   most bytes without a transition.
+//!
+//! Every start before the earliest live start is settled, so the exact
+//! regex (the same search as [`Evaluator::evaluate`], through the same
+//! boundary-free guide on non-ASCII text) finds the committed matches there,
+//! validates them (Luhn, SSN), and moves `p` past them. The matches of all
+//! rules merge into regions by the §6.3 sweep; the session releases the
+//! text before the earliest live start of any rule, cut before any region
+//! that a later match could still extend. A committed FATAL match blocks the
+//! session at once (with `block_on_fatal`); the end of input settles
+//! everything.
+
+use super::{sweep, validate, write_regions, Caches, Evaluator, Item, Severity};
+use crate::builtins::HARD_RULES;
+use crate::pattern::{NEST_LIMIT, PATTERN_SIZE_LIMIT};
+use regex_automata::hybrid::dfa::{Cache as LazyCache, DFA};
+use regex_automata::hybrid::LazyStateID;
+use regex_automata::meta::{Cache, Regex};
+use regex_automata::nfa::thompson;
+use regex_automata::util::look::{Look, LookMatcher};
+use regex_automata::util::{start, syntax};
+use regex_automata::{Anchored, Input, MatchKind};
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+/// Default of `stream.max_holdback_chars`.
+pub const DEFAULT_MAX_HOLDBACK_CHARS: usize = 65_536;
+/// Reason of a session blocked for holding back too much (fail closed).
+pub const HOLDBACK_REASON: &str = "Stream hold-back limit exceeded";
+/// Action of a session blocked for holding back too much.
+pub const HOLDBACK_ACTION: &str = "block_stream_holdback_limit";
+
+/// Lazy-DFA cache of one rule's liveness automaton in one session.
+const LIVE_CACHE_BYTES: usize = 1 << 20;
+/// Guided searches rejected before the plain search takes over (as in evaluation).
+const MAX_GUIDED_MISSES: usize = 64;
+
+/// Options of a session (SPEC §11.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StreamOptions {
+    /// Block as soon as a FATAL match is final (default); otherwise redact it.
+    pub block_on_fatal: bool,
+    /// Python-runtime compatibility: hold back at least this many code
+    /// points and end releases after a whitespace character (default 0: off).
+    pub lookahead_chars: usize,
+    /// Fail closed when more than this many code points are held back.
+    pub max_holdback_chars: usize,
+}
+
+impl Default for StreamOptions {
+    fn default() -> Self {
+        Self {
+            block_on_fatal: true,
+            lookahead_chars: 0,
+            max_holdback_chars: DEFAULT_MAX_HOLDBACK_CHARS,
+        }
+    }
+}
+
+/// Text released by one push or by the finish.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Released {
+    /// The released redacted text (possibly empty).
+    pub text: String,
+    /// Whether it holds a placeholder.
+    pub redacted: bool,
+}
+
+/// Why a session stopped releasing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Blocked<'e> {
+    /// The deciding action (`block_<id>`, a hard rule's, or [`HOLDBACK_ACTION`]).
+    pub action: &'e str,
+    /// Its reason.
+    pub reason: &'e str,
+    /// The rules with committed matches when it blocked, in trigger order.
+    pub triggers: Vec<(&'e str, Severity)>,
+}
+
+/// The liveness automata of one evaluator, built once.
+pub(super) struct LivePlan {
+    rules: Vec<LiveRule>,
+    /// For matcher `i`: its trigger slot (custom rules, then hard rules).
+    slot: Vec<usize>,
+    /// Severity, rule id, action and reason of each trigger slot.
+    slots: Vec<SlotInfo>,
+}
+
+struct SlotInfo {
+    id: &'static str,
+    severity: Severity,
+}
+
+struct LiveRule {
+    /// `None` when the automaton could not be built: the rule then holds
+    /// back from its first possible start (fail closed).
+    dfa: Option<DFA>,
+    /// A word assertion every match starts with, checked exactly at a start.
+    lead: Option<Look>,
+    /// Bytes that can begin a match (from any start context).
+    first: [bool; 256],
+}
+
+/// Lazy-DFA caches of one session, one per rule (`None` for a rule without an automaton).
+pub(super) struct LiveCaches(Vec<Option<LazyCache>>);
+
+impl LivePlan {
+    fn new(ev: &Evaluator) -> Self {
+        let rules = ev.matchers.iter().map(LiveRule::new).collect();
+        let base = ev.rules.len();
+        let slot = (0..ev.matchers.len())
+            .map(|i| {
+                if i < base {
+                    i
+                } else {
+                    let c = i - base;
+                    base + HARD_RULES
+                        .iter()
+                        .position(|h| h.codons.contains(&c))
+                        .unwrap_or(0)
+                }
+            })
+            .collect();
+        let slots = ev
+            .rules
+            .iter()
+            .map(|r| SlotInfo {
+                id: "",
+                severity: r.severity,
+            })
+            .chain(HARD_RULES.iter().map(|h| SlotInfo {
+                id: h.id,
+                severity: if h.fatal {
+                    Severity::Fatal
+                } else {
+                    Severity::Warning
+                },
+            }))
+            .collect();
+        Self { rules, slot, slots }
+    }
+
+    fn caches(&self) -> LiveCaches {
+        LiveCaches(
+            self.rules
+                .iter()
+                .map(|r| r.dfa.as_ref().map(DFA::create_cache))
+                .collect(),
+        )
+    }
+}
+
+impl LiveRule {
+    fn new(m: &super::Matcher) -> Self {
+        let (src, kind) = match &m.filter_src {
+            Some(f) => (f.as_str(), MatchKind::All),
+            None => (m.exact_src.as_str(), MatchKind::LeftmostFirst),
+        };
+        let dfa = DFA::builder()
+            .configure(
+                DFA::config()
+                    .match_kind(kind)
+                    .cache_capacity(LIVE_CACHE_BYTES)
+                    .skip_cache_capacity_check(true)
+                    .minimum_cache_clear_count(None),
+            )
+            .syntax(syntax::Config::new().nest_limit(NEST_LIMIT))
+            .thompson(thompson::Config::new().nfa_size_limit(Some(PATTERN_SIZE_LIMIT)))
+            .build(src)
+            .ok();
+        let lead = regex_syntax::ParserBuilder::new()
+            .nest_limit(NEST_LIMIT)
+            .build()
+            .parse(&m.exact_src)
+            .ok()
+            .and_then(|h| leading_look(&h))
+            .filter(|l| is_word_look(*l));
+        let first = match &dfa {
+            Some(d) => first_bytes(d).unwrap_or([true; 256]),
+            None => [true; 256],
+        };
+        Self { dfa, lead, first }
+    }
+}
+
+fn is_word_look(l: Look) -> bool {
+    !matches!(
+        l,
+        Look::Start | Look::End | Look::StartLF | Look::EndLF | Look::StartCRLF | Look::EndCRLF
+    )
+}
+
+/// The assertion every match of `h` begins with, if there is one.
+fn leading_look(h: &regex_syntax::hir::Hir) -> Option<Look> {
+    use regex_syntax::hir::HirKind;
+    match h.kind() {
+        HirKind::Look(l) => Look::from_repr(l.as_repr()),
+        HirKind::Capture(c) => leading_look(&c.sub),
+        HirKind::Repetition(r) if r.min > 0 => leading_look(&r.sub),
+        HirKind::Concat(parts) => parts.first().and_then(leading_look),
+        HirKind::Alternation(alts) => {
+            let first = leading_look(alts.first()?)?;
+            alts[1..]
+                .iter()
+                .all(|a| leading_look(a) == Some(first))
+                .then_some(first)
+        }
+        _ => None,
+    }
+}
+
+/// Bytes on which some anchored start state does not die.
+fn first_bytes(dfa: &DFA) -> Option<[bool; 256]> {
+    let mut cache = dfa.create_cache();
+    let mut starts = Vec::new();
+    for lb in std::iter::once(None).chain((0..=255u8).map(Some)) {
+        let cfg = start::Config::new().anchored(Anchored::Yes).look_behind(lb);
+        let sid = dfa.start_state(&mut cache, &cfg).ok()?;
+        if !starts.contains(&sid) {
+            starts.push(sid);
+        }
+    }
+    let mut first = [false; 256];
+    for b in 0..=255u8 {
+        for &sid in &starts {
+            if !dfa.next_state(&mut cache, sid, b).ok()?.is_dead() {
+                first[usize::from(b)] = true;
+                break;
+            }
+        }
+        // A cleared cache invalidates the collected start states.
+        if cache.clear_count() > 0 {
+            return None;
+        }
+    }
+    Some(first)
+}
+
+/// One rule's progress in a session.
+struct RuleState {
+    /// Every match starting before `p` is committed; none other starts before it.
+    p: usize,
+    /// Live starts and their DFA states, by increasing start, states distinct.
+    threads: Vec<(usize, LazyStateID)>,
+    /// Start states by look-behind byte (index 256: start of the stream).
+    starts: Vec<Option<LazyStateID>>,
+    /// The cache's clear count the state ids above belong to.
+    clears: usize,
+    /// States known to be terminal (every byte and the end lead to dead).
+    terminal: HashMap<LazyStateID, bool>,
+}
+
+/// A committed match not yet released.
+struct Pending<'e> {
+    start: usize,
+    end: usize,
+    key: (usize, usize),
+    placeholder: &'e str,
+}
+
+/// A stream session over one evaluator (one pack of one generation).
+pub struct StreamSession<'e> {
+    ev: &'e Evaluator,
+    plan: &'e LivePlan,
+    opts: StreamOptions,
+    /// Held text, after `head` bytes already released (at least the last
+    /// released character is kept as look-behind context).
+    buf: String,
+    head: usize,
+    /// Whether `buf[0]` is the first byte of the stream.
+    origin: bool,
+    /// Bytes of `buf` the threads have consumed.
+    scanned: usize,
+    rules: Vec<RuleState>,
+    pending: Vec<Pending<'e>>,
+    /// Trigger slots with committed matches.
+    fired: Vec<bool>,
+    pushed_chars: usize,
+    released_chars: usize,
+    blocked: Option<Blocked<'e>>,
+    finished: bool,
+    caches: Option<Caches>,
+    live: Option<LiveCaches>,
+    elapsed: Duration,
+}
+
+impl std::fmt::Debug for StreamSession<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Held text is payload: never print it.
+        f.debug_struct("StreamSession")
+            .field("pack_id", &self.ev.pack_id())
+            .field("pushed_chars", &self.pushed_chars)
+            .field("released_chars", &self.released_chars)
+            .field("blocked", &self.blocked.is_some())
+            .finish()
+    }
+}
+
+impl Evaluator {
+    /// Starts a stream session (SPEC §11.1) on this pack.
+    pub fn stream(&self, opts: StreamOptions) -> StreamSession<'_> {
+        let plan = self.live.get_or_init(|| LivePlan::new(self));
+        let live = self
+            .live_caches
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .pop()
+            .unwrap_or_else(|| plan.caches());
+        let caches = self
+            .idle_caches()
+            .pop()
+            .unwrap_or_else(|| self.new_caches());
+        let clears: Vec<usize> = live
+            .0
+            .iter()
+            .map(|c| c.as_ref().map_or(0, LazyCache::clear_count))
+            .collect();
+        StreamSession {
+            ev: self,
+            plan,
+            opts,
+            buf: String::new(),
+            head: 0,
+            origin: true,
+            scanned: 0,
+            rules: clears
+                .into_iter()
+                .map(|clears| RuleState {
+                    p: 0,
+                    threads: Vec::new(),
+                    starts: vec![None; 257],
+                    clears,
+                    terminal: HashMap::new(),
+                })
+                .collect(),
+            pending: Vec::new(),
+            fired: vec![false; plan.slots.len()],
+            pushed_chars: 0,
+            released_chars: 0,
+            blocked: None,
+            finished: false,
+            caches: Some(caches),
+            live: Some(live),
+            elapsed: Duration::ZERO,
+        }
+    }
+}
+
+impl Drop for StreamSession<'_> {
+    fn drop(&mut self) {
+        if let Some(c) = self.caches.take() {
+            self.ev.idle_caches().push(c);
+        }
+        if let Some(l) = self.live.take() {
+            self.ev
+                .live_caches
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .push(l);
+        }
+    }
+}
+
+impl<'e> StreamSession<'e> {
+    /// Appends `piece` and returns what can be released now (SPEC §11.1).
+    /// Nothing is released once the session is blocked or finished.
+    pub fn push(&mut self, piece: &str) -> Released {
+        if self.blocked.is_some() || self.finished {
+            return Released::default();
+        }
+        let started = Instant::now();
+        self.pushed_chars += piece.chars().count();
+        self.buf.push_str(piece);
+        let out = self.step(false);
+        self.elapsed += started.elapsed();
+        out
+    }
+
+    /// Ends the stream and returns the rest (empty when blocked).
+    pub fn finish(&mut self) -> Released {
+        if self.blocked.is_some() || self.finished {
+            self.finished = true;
+            return Released::default();
+        }
+        let started = Instant::now();
+        let out = self.step(true);
+        self.finished = true;
+        self.elapsed += started.elapsed();
+        out
+    }
+
+    /// Why the session blocked, once it has.
+    pub fn blocked(&self) -> Option<&Blocked<'e>> {
+        self.blocked.as_ref()
+    }
+
+    /// Code points pushed so far.
+    pub fn pushed_chars(&self) -> usize {
+        self.pushed_chars
+    }
+
+    /// Code points pushed but not yet released.
+    pub fn held_chars(&self) -> usize {
+        self.pushed_chars - self.released_chars
+    }
+
+    /// Engine time spent in this session's pushes and finish.
+    pub fn elapsed(&self) -> Duration {
+        self.elapsed
+    }
+
+    fn step(&mut self, eoi: bool) -> Released {
+        let n = self.buf.len();
+        let mut caches = self.caches.take();
+        let mut live = self.live.take();
+        let out = match (&mut caches, &mut live) {
+            (Some(c), Some(l)) => self.settle_and_release(n, eoi, c, l),
+            _ => Released::default(),
+        };
+        self.caches = caches;
+        self.live = live;
+        out
+    }
+
+    fn settle_and_release(
+        &mut self,
+        n: usize,
+        eoi: bool,
+        caches: &mut Caches,
+        live: &mut LiveCaches,
+    ) -> Released {
+        let from = self.scanned;
+        self.scanned = n;
+        // Candidate rules for the exact search: their required bytes occur
+        // in the unsettled text (a match lies inside it).
+        let min_p = self.rules.iter().map(|r| r.p).min().unwrap_or(n);
+        let mask = self.ev.required.scan(&self.buf.as_bytes()[min_p..n]);
+        let mut fatal = false;
+        for (i, cache) in live.0.iter_mut().enumerate() {
+            if eoi {
+                self.rules[i].threads.clear();
+            } else {
+                self.advance(i, from, n, cache.as_mut());
+            }
+            let candidate = mask[i / 64] & (1 << (i % 64)) != 0;
+            fatal |= self.commit(i, n, eoi, candidate, caches, cache.as_mut());
+        }
+        if fatal && self.opts.block_on_fatal {
+            self.block_on_fired();
+            return Released::default();
+        }
+        let q = if eoi {
+            n
+        } else {
+            (0..self.rules.len())
+                .map(|i| self.earliest_live(i, n))
+                .min()
+                .unwrap_or(n)
+        };
+        let out = self.release(q, n, eoi);
+        if !eoi && self.held_chars() > self.opts.max_holdback_chars {
+            self.blocked = Some(Blocked {
+                action: HOLDBACK_ACTION,
+                reason: HOLDBACK_REASON,
+                triggers: Vec::new(),
+            });
+            return Released::default();
+        }
+        out
+    }
+
+    /// Feeds `buf[from..to]` to rule `i`'s threads, opening one at every
+    /// character that can begin a match.
+    fn advance(&mut self, i: usize, from: usize, to: usize, cache: Option<&mut LazyCache>) {
+        let rule = &self.plan.rules[i];
+        let (Some(dfa), Some(cache)) = (&rule.dfa, cache) else {
+            return;
+        };
+        let st = &mut self.rules[i];
+        let bytes = self.buf.as_bytes();
+        if cache.clear_count() != st.clears {
+            rederive(dfa, st, bytes, self.origin, from, cache);
+        }
+        let can_start = |b: u8| rule.first[usize::from(b)] && !is_continuation(b);
+        let looks = LookMatcher::new();
+        let mut j = from;
+        while j < to {
+            if st.threads.is_empty() {
+                // Skip bytes that cannot begin a match.
+                while j < to && !can_start(bytes[j]) {
+                    j += 1;
+                }
+                if j >= to {
+                    break;
+                }
+            }
+            let b = bytes[j];
+            for t in st.threads.iter_mut() {
+                // Without a clear limit a transition cannot fail; if it did,
+                // the thread stays as it was (live: holds back, never leaks).
+                if let Ok(next) = dfa.next_state(cache, t.1, b) {
+                    t.1 = next;
+                }
+            }
+            st.threads.retain(|t| !t.1.is_dead());
+            if can_start(b) && rule.lead.is_none_or(|l| looks.matches(l, bytes, j)) {
+                let lb = if j == 0 && self.origin {
+                    None
+                } else {
+                    bytes.get(j.wrapping_sub(1)).copied()
+                };
+                if let Some(s0) = start_state(dfa, cache, &mut st.starts, lb) {
+                    if let Ok(next) = dfa.next_state(cache, s0, b) {
+                        if !next.is_dead() && !st.threads.iter().any(|t| t.1 == next) {
+                            st.threads.push((j, next));
+                        }
+                    }
+                }
+            }
+            if st.threads.len() > 1 {
+                dedup(&mut st.threads);
+            }
+            j += 1;
+            if cache.clear_count() != st.clears {
+                rederive(dfa, st, bytes, self.origin, j, cache);
+            }
+        }
+    }
+
+    /// The earliest start from which rule `i` could still match.
+    fn earliest_live(&self, i: usize, n: usize) -> usize {
+        let st = &self.rules[i];
+        if self.plan.rules[i].dfa.is_none() {
+            // No automaton: hold back from the first unsettled start.
+            return st.p;
+        }
+        st.threads.first().map_or(n, |t| t.0)
+    }
+
+    /// Commits rule `i`'s settled matches; returns whether one is FATAL.
+    fn commit(
+        &mut self,
+        i: usize,
+        n: usize,
+        eoi: bool,
+        candidate: bool,
+        caches: &mut Caches,
+        mut cache: Option<&mut LazyCache>,
+    ) -> bool {
+        let mut fatal = false;
+        if !eoi {
+            self.drop_terminal(i, cache.as_deref_mut());
+        }
+        loop {
+            let limit = if eoi { n } else { self.earliest_live(i, n) };
+            let st = &self.rules[i];
+            if !candidate || st.p >= limit {
+                self.rules[i].p = self.rules[i].p.max(limit);
+                return fatal;
+            }
+            let found = next_match(
+                &self.ev.matchers[i].regex,
+                &mut caches.exact[i],
+                self.ev.matchers[i].filter.as_ref(),
+                caches.filter[i].as_mut(),
+                &self.buf[..n],
+                st.p,
+            );
+            let Some((s, e)) = found.filter(|&(s, _)| s < limit) else {
+                self.rules[i].p = limit;
+                return fatal;
+            };
+            if s == e {
+                self.rules[i].p = next_char(&self.buf, s);
+                continue;
+            }
+            let m = &self.ev.matchers[i];
+            if validate(m.validator, &self.buf[s..e]) {
+                let slot = self.plan.slot[i];
+                let (key, placeholder) = self.ev.redaction_key(i);
+                self.pending.push(Pending {
+                    start: s,
+                    end: e,
+                    key,
+                    placeholder,
+                });
+                self.fired[slot] = true;
+                fatal |= self.plan.slots[slot].severity == Severity::Fatal;
+            }
+            self.rules[i].p = e;
+            if e > limit && !eoi {
+                // Threads that began inside the match are moot; replay the
+                // starts after it.
+                self.rules[i].threads.clear();
+                self.advance(i, e, n, cache.as_deref_mut());
+                self.drop_terminal(i, cache.as_deref_mut());
+            }
+        }
+    }
+
+    /// Drops rule `i`'s threads whose state nothing can change any more.
+    fn drop_terminal(&mut self, i: usize, cache: Option<&mut LazyCache>) {
+        let (Some(dfa), Some(cache)) = (&self.plan.rules[i].dfa, cache) else {
+            return;
+        };
+        let st = &mut self.rules[i];
+        if st.threads.is_empty() || cache.clear_count() != st.clears {
+            return;
+        }
+        let mut keep = Vec::with_capacity(st.threads.len());
+        for &(s, sid) in &st.threads {
+            let t = match st.terminal.get(&sid) {
+                Some(&t) => t,
+                None => {
+                    let t = is_terminal(dfa, cache, sid);
+                    if cache.clear_count() != st.clears {
+                        // Ids changed under us: keep everything (conservative).
+                        return;
+                    }
+                    st.terminal.insert(sid, t);
+                    t
+                }
+            };
+            if !t {
+                keep.push((s, sid));
+            }
+        }
+        st.threads = keep;
+    }
+
+    /// Blocks on the first fired FATAL trigger.
+    fn block_on_fired(&mut self) {
+        let slots = &self.plan.slots;
+        let triggers: Vec<(&'e str, Severity)> = self
+            .fired
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| **f)
+            .map(|(s, _)| (self.slot_id(s), slots[s].severity))
+            .collect();
+        let deciding = self
+            .fired
+            .iter()
+            .enumerate()
+            .find(|(s, f)| **f && slots[*s].severity == Severity::Fatal)
+            .map(|(s, _)| s);
+        if let Some(s) = deciding {
+            let (action, reason) = self.slot_action(s);
+            self.blocked = Some(Blocked {
+                action,
+                reason,
+                triggers,
+            });
+        }
+    }
+
+    fn slot_id(&self, s: usize) -> &'e str {
+        let ev: &'e Evaluator = self.ev;
+        match ev.rules.get(s) {
+            Some(r) => r.id.as_str(),
+            None => self.plan.slots[s].id,
+        }
+    }
+
+    fn slot_action(&self, s: usize) -> (&'e str, &'e str) {
+        let ev: &'e Evaluator = self.ev;
+        match ev.rules.get(s) {
+            Some(r) => (r.action.as_str(), r.reason.as_str()),
+            None => {
+                let h = &HARD_RULES[s - ev.rules.len()];
+                (h.action, h.reason)
+            }
+        }
+    }
+
+    /// Releases the settled text before `q` (and after the last release).
+    fn release(&mut self, q: usize, n: usize, eoi: bool) -> Released {
+        let mut items: Vec<Item<'e>> = self
+            .pending
+            .iter()
+            .map(|p| (p.start, p.end, p.key, p.placeholder))
+            .collect();
+        let regions = sweep(&mut items);
+        // A region that a later match (starting at `q` or after) could still
+        // extend is not released, nor anything after it.
+        let mut cut = q;
+        let mut closed = regions.len();
+        if let Some(k) = regions.iter().position(|&(s, e, _)| e > q || s >= q) {
+            cut = cut.min(regions[k].0);
+            closed = k;
+        }
+        if self.opts.lookahead_chars > 0 && !eoi {
+            cut = self.whitespace_cut(cut, n, &regions[..closed]);
+        }
+        let regions: Vec<_> = regions[..closed]
+            .iter()
+            .copied()
+            .filter(|r| r.1 <= cut)
+            .collect();
+        if cut <= self.head {
+            return Released::default();
+        }
+        let mut text = String::new();
+        write_regions(&mut text, &self.buf, self.head, cut, &regions);
+        self.released_chars += self.buf[self.head..cut].chars().count();
+        self.pending.retain(|p| p.start >= cut);
+        self.head = cut;
+        self.compact();
+        Released {
+            text,
+            redacted: !regions.is_empty(),
+        }
+    }
+
+    /// The Python runtime's cut (`lookahead_chars` = L): just after the last
+    /// whitespace character followed by at least L − 1 code points, outside
+    /// every region and no later than `cut`; nothing when there is none.
+    fn whitespace_cut(&self, cut: usize, n: usize, regions: &[(usize, usize, &str)]) -> usize {
+        let mut limit = n;
+        let mut tail = self.buf[self.head..n].char_indices().rev();
+        for _ in 1..self.opts.lookahead_chars {
+            match tail.next() {
+                Some((idx, _)) => limit = self.head + idx,
+                None => return self.head,
+            }
+        }
+        let end = cut.min(limit);
+        for (idx, c) in self.buf[self.head..end].char_indices().rev() {
+            let w = self.head + idx;
+            if c.is_whitespace() && !regions.iter().any(|r| r.0 <= w && w < r.1) {
+                return w + c.len_utf8();
+            }
+        }
+        self.head
+    }
+
+    /// Drops released bytes once they are most of the buffer, keeping the
+    /// last released character as look-behind context.
+    fn compact(&mut self) {
+        if self.head < 4096 || self.head * 2 < self.buf.len() {
+            return;
+        }
+        let mut keep = self.head - 1;
+        while !self.buf.is_char_boundary(keep) {
+            keep -= 1;
+        }
+        let shift = keep;
+        self.buf.drain(..shift);
+        self.origin = false;
+        self.head -= shift;
+        self.scanned -= shift;
+        for r in &mut self.rules {
+            r.p -= shift;
+            r.threads.iter_mut().for_each(|t| t.0 -= shift);
+        }
+        for p in &mut self.pending {
+            p.start -= shift;
+            p.end -= shift;
+        }
+    }
+}
+
+/// Recomputes a rule's thread states after its cache was cleared (the old
+/// state ids are no longer valid) by replaying each from its start to `upto`.
+fn rederive(
+    dfa: &DFA,
+    st: &mut RuleState,
+    bytes: &[u8],
+    origin: bool,
+    upto: usize,
+    cache: &mut LazyCache,
+) {
+    st.starts.iter_mut().for_each(|s| *s = None);
+    st.terminal.clear();
+    let before = cache.clear_count();
+    let mut threads = Vec::with_capacity(st.threads.len());
+    for &(s, _) in &st.threads {
+        let lb = if s == 0 && origin {
+            None
+        } else {
+            bytes.get(s.wrapping_sub(1)).copied()
+        };
+        let cfg = start::Config::new().anchored(Anchored::Yes).look_behind(lb);
+        let Ok(mut sid) = dfa.start_state(cache, &cfg) else {
+            continue;
+        };
+        for &b in &bytes[s..upto] {
+            if let Ok(next) = dfa.next_state(cache, sid, b) {
+                sid = next;
+            }
+        }
+        if !sid.is_dead() {
+            threads.push((s, sid));
+        }
+    }
+    dedup(&mut threads);
+    st.threads = threads;
+    // A clear during the replay leaves stale ids: the next check replays again.
+    st.clears = if cache.clear_count() == before {
+        before
+    } else {
+        usize::MAX
+    };
+}
+
+fn is_continuation(b: u8) -> bool {
+    (0x80..0xC0).contains(&b)
+}
+
+fn next_char(text: &str, at: usize) -> usize {
+    at + text[at..].chars().next().map_or(1, char::len_utf8)
+}
+
+fn start_state(
+    dfa: &DFA,
+    cache: &mut LazyCache,
+    starts: &mut [Option<LazyStateID>],
+    lb: Option<u8>,
+) -> Option<LazyStateID> {
+    let k = lb.map_or(256, usize::from);
+    if let Some(sid) = starts[k] {
+        return Some(sid);
+    }
+    let cfg = start::Config::new().anchored(Anchored::Yes).look_behind(lb);
+    let sid = dfa.start_state(cache, &cfg).ok()?;
+    starts[k] = Some(sid);
+    Some(sid)
+}
+
+/// Keeps the earliest start of threads in equal states (same future).
+fn dedup(threads: &mut Vec<(usize, LazyStateID)>) {
+    let mut k = 1;
+    while k < threads.len() {
+        if threads[..k].iter().any(|t| t.1 == threads[k].1) {
+            threads.remove(k);
+        } else {
+            k += 1;
+        }
+    }
+}
+
+/// Whether every byte and the end of input lead `sid` to no match and no
+/// further state: nothing that arrives can change its outcome.
+fn is_terminal(dfa: &DFA, cache: &mut LazyCache, sid: LazyStateID) -> bool {
+    if sid.is_dead() {
+        return true;
+    }
+    let reps: Vec<u8> = dfa
+        .byte_classes()
+        .representatives(0..=255)
+        .filter_map(|u| u.as_u8())
+        .collect();
+    for b in reps {
+        match dfa.next_state(cache, sid, b) {
+            Ok(next) if next.is_dead() => {}
+            _ => return false,
+        }
+    }
+    matches!(dfa.next_eoi_state(cache, sid), Ok(next) if !next.is_match())
+}
+
+/// The leftmost-first match of `exact` starting at or after `pos` in
+/// `hay`, found as [`Evaluator::evaluate`] finds it.
+fn next_match(
+    exact: &Regex,
+    exact_cache: &mut Cache,
+    filter: Option<&Regex>,
+    filter_cache: Option<&mut Cache>,
+    hay: &str,
+    pos: usize,
+) -> Option<(usize, usize)> {
+    let ascii = hay.as_bytes()[pos.saturating_sub(4)..].is_ascii();
+    let (Some(filter), Some(filter_cache), false) = (filter, filter_cache, ascii) else {
+        return exact
+            .search_with(exact_cache, &Input::new(hay).range(pos..))
+            .map(|m| (m.start(), m.end()));
+    };
+    let mut pos = pos;
+    for _ in 0..MAX_GUIDED_MISSES {
+        let proposed = filter.search_with(filter_cache, &Input::new(hay).range(pos..))?;
+        let start = proposed.start();
+        if let Some(m) = exact.search_with(
+            exact_cache,
+            &Input::new(hay).range(start..).anchored(Anchored::Yes),
+        ) {
+            return Some((m.start(), m.end()));
+        }
+        pos = next_char(hay, start);
+        if pos > hay.len() {
+            return None;
+        }
+    }
+    exact
+        .search_with(exact_cache, &Input::new(hay).range(pos..))
+        .map(|m| (m.start(), m.end()))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,202 @@
+use super::*;
+use crate::engine::PERMIT_ACTION;
+use crate::playbook::parse_document;
+use crate::rules::check_declarations;
+
+fn evaluator(yaml: &str) -> Evaluator {
+    let d = parse_document(yaml.as_bytes(), "t").unwrap();
+    let rules = check_declarations(&d.doc, "t").unwrap();
+    Evaluator::new("t.p.v1", "1", &rules).unwrap()
+}
+
+fn builtin_only() -> Evaluator {
+    evaluator("pack_id: t.p.v1\n")
+}
+
+/// Pushes `text` in pieces of `size` code points; returns the releases
+/// (the finish's last) and the session's blocked action.
+fn run(
+    e: &Evaluator,
+    text: &str,
+    size: usize,
+    opts: StreamOptions,
+) -> (Vec<String>, Option<String>) {
+    let mut s = e.stream(opts);
+    let chars: Vec<char> = text.chars().collect();
+    let mut out = Vec::new();
+    for piece in chars.chunks(size) {
+        let piece: String = piece.iter().collect();
+        out.push(s.push(&piece).text);
+    }
+    out.push(s.finish().text);
+    (out, s.blocked().map(|b| b.action.to_string()))
+}
+
+fn nonempty(v: Vec<String>) -> Vec<String> {
+    v.into_iter().filter(|s| !s.is_empty()).collect()
+}
+
+#[test]
+fn python_runtime_lookahead_28_in_chunks_of_4() {
+    let e = builtin_only();
+    let opts = StreamOptions {
+        lookahead_chars: 28,
+        ..StreamOptions::default()
+    };
+    let (out, blocked) = run(
+        &e,
+        "Reach support at support@corp.com or security@corp.com.",
+        4,
+        opts,
+    );
+    assert_eq!(blocked, None);
+    assert_eq!(
+        nonempty(out),
+        [
+            "Reach ",
+            "support at ",
+            "[REDACTED_EMAIL] or [REDACTED_EMAIL]."
+        ]
+    );
+}
+
+#[test]
+fn exact_holdback_releases_prose_at_once_and_holds_only_the_live_word() {
+    let e = builtin_only();
+    let mut s = e.stream(StreamOptions::default());
+    // "Hello, " : no rule can continue after the space.
+    assert_eq!(s.push("Hello, ").text, "Hello, ");
+    // "write to jane" : "jane" may become an e-mail.
+    assert_eq!(s.push("write to jane").text, "write to ");
+    assert_eq!(s.held_chars(), 4);
+    assert_eq!(s.push(".doe@exam").text, "");
+    let r = s.push("ple.com today");
+    assert_eq!(r.text, "[REDACTED_EMAIL] ");
+    assert!(r.redacted);
+    assert_eq!(s.finish().text, "today");
+}
+
+#[test]
+fn a_value_cut_into_single_code_points_never_leaks() {
+    let e = builtin_only();
+    let text = "mail ops@example.com or 212-555-0187 — done";
+    let (out, blocked) = run(&e, text, 1, StreamOptions::default());
+    assert_eq!(blocked, None);
+    assert_eq!(out.concat(), e.redacted_text(text));
+    assert_eq!(out.concat(), e.evaluate(text).clean_text);
+    for r in &out {
+        assert!(!r.contains('@') && !r.contains("555"), "{r:?}");
+    }
+}
+
+#[test]
+fn fatal_match_blocks_once_final_and_releases_nothing_after() {
+    let e = builtin_only();
+    let mut s = e.stream(StreamOptions::default());
+    assert_eq!(s.push("SSN is ").text, "SSN is ");
+    assert_eq!(s.push("123-45-678").text, "");
+    // The last digit could still be followed by a digit (no \b): held.
+    assert_eq!(s.push("9").text, "");
+    assert!(s.blocked().is_none());
+    assert_eq!(s.push(" thanks").text, "");
+    let b = s.blocked().unwrap();
+    assert_eq!(b.action, "block_glba_ssn_leakage");
+    assert_eq!(
+        b.reason,
+        "Statutory violation: Social Security Number (GLBA / FCRA) detected"
+    );
+    assert_eq!(b.triggers, vec![("RULE-GLBA-SSN-BLOCK", Severity::Fatal)]);
+    assert_eq!(s.push("more").text, "");
+    assert_eq!(s.finish().text, "");
+}
+
+#[test]
+fn a_longer_digit_run_is_no_ssn() {
+    let e = builtin_only();
+    let (out, blocked) = run(&e, "id 123-45-67890 ok", 3, StreamOptions::default());
+    assert_eq!(blocked, None);
+    assert_eq!(out.concat(), "id 123-45-67890 ok");
+}
+
+#[test]
+fn block_on_fatal_false_redacts_fatal_matches() {
+    let e = builtin_only();
+    let opts = StreamOptions {
+        block_on_fatal: false,
+        ..StreamOptions::default()
+    };
+    let text = "card 4111 1111 1111 1111 and SSN 123-45-6789.";
+    let (out, blocked) = run(&e, text, 5, opts);
+    assert_eq!(blocked, None);
+    assert_eq!(
+        out.concat(),
+        "card [REDACTED_CARD_PAN] and SSN [REDACTED_SSN]."
+    );
+}
+
+#[test]
+fn luhn_candidate_that_may_still_grow_is_held() {
+    let e = builtin_only();
+    let mut s = e.stream(StreamOptions::default());
+    assert_eq!(s.push("pay 4111 1111 1111 111").text, "pay ");
+    assert_eq!(s.push("1").text, "");
+    assert!(s.blocked().is_none());
+    assert_eq!(s.push(".").text, "");
+    assert_eq!(s.blocked().unwrap().action, "block_pci_dss_pan_leakage");
+}
+
+#[test]
+fn holdback_limit_blocks_fail_closed() {
+    let e = evaluator(
+        "pack_id: t\nrules:\n  - {id: tail, type: regex, pattern: 'a+b', action: redact}\n",
+    );
+    let opts = StreamOptions {
+        max_holdback_chars: 10,
+        ..StreamOptions::default()
+    };
+    let mut s = e.stream(opts);
+    assert_eq!(s.push("x aaaa").text, "x ");
+    assert_eq!(s.push("aaaaaaa").text, "");
+    let b = s.blocked().unwrap();
+    assert_eq!(b.action, HOLDBACK_ACTION);
+    assert_eq!(b.reason, HOLDBACK_REASON);
+}
+
+#[test]
+fn higher_priority_alternative_keeps_a_shorter_match_pending() {
+    // Leftmost-first: `abc|a` on "ab" matches "a", on "abc" matches "abc".
+    let e = evaluator(
+        "pack_id: t\nrules:\n  - {id: ab, type: regex, pattern: 'abc|a', action: redact}\n",
+    );
+    let mut s = e.stream(StreamOptions::default());
+    assert_eq!(s.push("x ab").text, "x ");
+    assert_eq!(s.push("c!").text, "[REDACTED_AB]!");
+    let (out, _) = run(&e, "x abd", 1, StreamOptions::default());
+    assert_eq!(out.concat(), "x [REDACTED_AB]bd");
+}
+
+#[test]
+fn every_cut_of_mixed_texts_gives_the_redacted_text() {
+    let e = evaluator(
+        "pack_id: t\nrules:\n  - {id: ticket, type: regex, pattern: '\\bTCK-\\d{6}\\b', action: redact}\n  - {id: gift, type: luhn_checksum, pattern: '\\b\\d{4}-\\d{4}-\\d{4}\\b', action: redact}\n",
+    );
+    for text in [
+        "Écrivez à ops@example.com ou 555-867-5309 — 10.0.0.1",
+        "TCK-004211 then 4111-1111-1111 and 4111-1111-1112 end",
+        "é123-45-6789 «mrn: 1234567» rx 12 x@y.z",
+        "",
+        "@@@ a@b.c.d. 1.2.3.4.5 (212) 555-0187",
+    ] {
+        let want = e.redacted_text(text);
+        for size in 1..8 {
+            let opts = StreamOptions {
+                block_on_fatal: false,
+                ..StreamOptions::default()
+            };
+            let (out, blocked) = run(&e, text, size, opts);
+            assert_eq!(blocked, None);
+            assert_eq!(out.concat(), want, "{text:?} in pieces of {size}");
+        }
+    }
+    assert_eq!(e.evaluate("").action, PERMIT_ACTION);
+}

@@ -1,0 +1,206 @@
+//! Property tests of stream sessions (SPEC §11.1, issue 7) against the
+//! engine's own whole-text evaluation: random texts (PII values, near
+//! misses, multilingual words, probe-style custom rules with Luhn checks,
+//! flags and overlaps) cut at random code points, one code point a piece
+//! included. `HELIXOR_STREAM_CASES` sets the number of cases (CI runs
+//! thousands).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+
+use helixor::engine::{Severity, StreamOptions, PERMIT_ACTION};
+use helixor::playbook::parse_document;
+use helixor::rules::check_declarations;
+use helixor::Evaluator;
+use proptest::prelude::*;
+use std::sync::OnceLock;
+
+const PROBE_RULES: &str = r#"
+pack_id: test.stream_probe.v1
+version: 1
+rules:
+  - {id: ticket, type: regex, pattern: '\bTCK-\d{6}\b', action: redact}
+  - {id: word, type: regex, pattern: '(?i)\bsecret\w*', action: block}
+  - {id: gift, type: luhn_checksum, pattern: '\d{4}-\d{4}', action: redact}
+  - {id: at_host, type: regex, pattern: '@example\.com and \w+', action: redact}
+  - {id: priority, type: regex, pattern: 'kk(?:lmno)?\b|kkl', action: redact}
+  - {id: quote, type: regex, pattern: '^>\s?\w+', flags: [MULTILINE], action: redact}
+  - {id: amount, type: regex, pattern: '\$\d+(?:\.\d\d)?', action: redact}
+  - {id: codename, type: regex, pattern: '\b(?:bluebird|nightjar)\b', flags: [IGNORECASE], action: block}
+  - {id: dotted, type: regex, pattern: 'x\.?y+\.?z', flags: [DOTALL], action: redact}
+"#;
+
+fn evaluators() -> &'static [Evaluator] {
+    static E: OnceLock<Vec<Evaluator>> = OnceLock::new();
+    E.get_or_init(|| {
+        ["pack_id: builtin.only.v1\n", PROBE_RULES]
+            .iter()
+            .map(|yaml| {
+                let doc = parse_document(yaml.as_bytes(), "p").unwrap().doc;
+                let rules = check_declarations(&doc, "p").unwrap();
+                Evaluator::new("p", "1", &rules).unwrap()
+            })
+            .collect()
+    })
+}
+
+fn cases() -> u32 {
+    std::env::var("HELIXOR_STREAM_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(400)
+}
+
+fn token() -> impl Strategy<Value = String> {
+    prop_oneof![
+        Just("hello".to_string()),
+        Just("Überprüfung".to_string()),
+        Just("会議".to_string()),
+        Just("Ещё".to_string()),
+        Just("e\u{301}".to_string()),
+        Just("ſecret".to_string()),
+        Just("Secretary".to_string()),
+        Just("bluebirds".to_string()),
+        Just("NIGHTJAR".to_string()),
+        Just("kkl".to_string()),
+        Just("kklmno".to_string()),
+        Just("kklmnox".to_string()),
+        Just("> quoted".to_string()),
+        Just("x.yyy.z".to_string()),
+        Just("@example.com and more".to_string()),
+        "[a-z]{1,8}[.+]?[a-z]{0,4}@[a-z]{1,6}\\.(com|org|co\\.uk)\\.?",
+        "[a-z]{1,4}@[a-z]{1,4}",
+        "\\+?1?\\(?[2-9][0-9]{2}\\)?[-. ][0-9]{3}[-. ][0-9]{4}[0-9]?",
+        "[0-9]{1,3}\\.[0-9]{1,3}\\.[0-9]{1,3}\\.[0-9]{1,4}",
+        "[0-9]{3}-[0-9]{2}-[0-9]{4,5}",
+        "4111[ -]?1111[ -]?1111[ -]?111[0-9]",
+        "[0-9]{4}-[0-9]{4}(-[0-9]{4})?",
+        "TCK-[0-9]{5,7}",
+        "(MRN|rx|EHR)[:-]? ?[0-9]{5,11}",
+        "\\$[0-9]{1,4}(\\.[0-9]{1,2})?",
+        "[0-9]{1,6}",
+        "\\PC{0,6}",
+    ]
+}
+
+fn separator() -> impl Strategy<Value = &'static str> {
+    prop_oneof![
+        Just(" "),
+        Just(", "),
+        Just("\n"),
+        Just(" — "),
+        Just("。"),
+        Just("\t"),
+        Just(""),
+        Just("."),
+        Just("-"),
+    ]
+}
+
+fn text() -> impl Strategy<Value = String> {
+    proptest::collection::vec((token(), separator()), 0..10)
+        .prop_map(|parts| parts.iter().map(|(t, s)| format!("{t}{s}")).collect())
+}
+
+/// Piece sizes in code points; one code point a piece is common.
+fn cuts() -> impl Strategy<Value = Vec<usize>> {
+    proptest::collection::vec(
+        prop_oneof![3 => Just(1usize), 2 => 1usize..6, 1 => 6usize..40],
+        1..64,
+    )
+}
+
+/// Splits `text` into pieces of the given code-point sizes (cycled).
+fn split(text: &str, sizes: &[usize]) -> Vec<String> {
+    let chars: Vec<char> = text.chars().collect();
+    let mut out = Vec::new();
+    let (mut at, mut k) = (0, 0);
+    while at < chars.len() {
+        let n = sizes[k % sizes.len()].min(chars.len() - at);
+        out.push(chars[at..at + n].iter().collect());
+        at += n;
+        k += 1;
+    }
+    out
+}
+
+fn has_fatal(e: &Evaluator, text: &str) -> bool {
+    e.evaluate(text)
+        .triggers
+        .iter()
+        .any(|t| t.severity == Severity::Fatal)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(cases()))]
+
+    /// Invariants 1–3: every release is final for every continuation tried
+    /// (the rest of this text, another continuation, and the end of input),
+    /// a session blocks only when every one of them has a FATAL trigger,
+    /// and an unblocked session releases exactly W(T) whatever the cuts.
+    #[test]
+    fn releases_are_final_complete_and_block_only_on_final_fatal(
+        prefix in text(), rest in text(), other in text(), sizes in cuts(),
+        which in 0usize..2, block in any::<bool>(), lookahead in prop_oneof![4 => Just(0usize), 1 => 1usize..40],
+    ) {
+        let e = &evaluators()[which];
+        let whole = format!("{prefix}{rest}");
+        let opts = StreamOptions { block_on_fatal: block, lookahead_chars: lookahead, ..StreamOptions::default() };
+        let mut s = e.stream(opts);
+        let mut released = String::new();
+        let mut pushed = String::new();
+        for piece in split(&whole, &sizes) {
+            released.push_str(&s.push(&piece).text);
+            pushed.push_str(&piece);
+            if pushed.len() > prefix.len() {
+                continue;
+            }
+            // Continuations of what was pushed: nothing, the rest of this
+            // text, and another text after the shared prefix.
+            let conts = [pushed.clone(), whole.clone(), format!("{prefix}{other}")];
+            if let Some(b) = s.blocked() {
+                for c in &conts {
+                    prop_assert!(has_fatal(e, c), "blocked ({}) but {:?} has no FATAL trigger", b.action, c);
+                }
+            } else {
+                for c in &conts {
+                    let w = e.redacted_text(c);
+                    prop_assert!(w.starts_with(&released), "release {:?} is not final: W({:?}) = {:?}", released, c, w);
+                }
+            }
+        }
+        released.push_str(&s.finish().text);
+        let d = e.evaluate(&whole);
+        let fatal = d.triggers.iter().any(|t| t.severity == Severity::Fatal);
+        match s.blocked() {
+            Some(b) => {
+                prop_assert!(block && fatal, "blocked with {} on {:?}", b.action, whole);
+                prop_assert!(d.triggers.iter().any(|t| t.action == b.action && t.severity == Severity::Fatal));
+                prop_assert!(e.redacted_text(&whole).starts_with(&released));
+            }
+            None => {
+                prop_assert!(!(block && fatal), "FATAL {:?} never blocked", d.action);
+                prop_assert_eq!(&released, &e.redacted_text(&whole));
+                if !fatal {
+                    prop_assert_eq!(&released, &d.clean_text);
+                }
+            }
+        }
+    }
+
+    /// Invariant 4 (promptness): prose that no rule can continue (words
+    /// and spaces, ending in a space) is released whole at once.
+    #[test]
+    fn prose_ending_in_a_space_is_released_at_once(
+        words in proptest::collection::vec("[a-zA-Zéß会議Ещё]{1,9}", 1..20), sizes in cuts(), which in 0usize..2,
+    ) {
+        let e = &evaluators()[which];
+        let text: String = words.iter().map(|w| format!("{w} ")).collect();
+        prop_assume!(e.evaluate(&text).action == PERMIT_ACTION);
+        let mut s = e.stream(StreamOptions::default());
+        let mut released = String::new();
+        for piece in split(&text, &sizes) {
+            released.push_str(&s.push(&piece).text);
+        }
+        prop_assert_eq!(released, text);
+        prop_assert_eq!(s.held_chars(), 0);
+    }
+}
