@@ -10,7 +10,7 @@ use axum::http::Request;
 use axum::Router;
 use helixor::server::{router, AppState, Config, Generation, Sources, ROUTES};
 use http_body_util::BodyExt;
-use serde_json::Value;
+use serde_json::{json, Value};
 use server_support::{test_playbook, Fixture};
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -109,6 +109,11 @@ fn validate(doc: &Value, schema: &Value, v: &Value, at: &str) -> Result<(), Stri
         });
         if !ok {
             return Err(format!("{at}: {v} is not of type {names:?}"));
+        }
+    }
+    if let Some(c) = schema.get("const") {
+        if c != v {
+            return Err(format!("{at}: {v} is not {c}"));
         }
     }
     if let Some(e) = schema.get("enum").and_then(Value::as_array) {
@@ -313,8 +318,51 @@ async fn real_answers_validate_against_the_document() {
         let (s, _) = c.check(&app, post(path, body)).await;
         assert_eq!(s, want, "{path} {body}");
     }
+    // Streams: the SSE body, and each event against its schema.
+    for (body, want) in [
+        (
+            r#"{"text": "mail a@b.co, SSN 123-45-6789 now", "pack_id": "compliance.regulatory_pii_guard.v1", "chunk_size": 3}"#,
+            200,
+        ),
+        (
+            r#"{"text": "TCK-123456 x y", "pack_id": "custom.test_ids.v1", "block_on_fatal": false, "lookahead_chars": 2}"#,
+            200,
+        ),
+        (r#"{"text": "x", "chunk_size": 0}"#, 400),
+        (r#"{"text": "x", "pack_id": "nope"}"#, 404),
+    ] {
+        let (s, text) = c.check(&app, post("/v1/evaluate/stream", body)).await;
+        assert_eq!(s, want, "{body}");
+        if s != 200 {
+            continue;
+        }
+        let events: Vec<Value> = text
+            .as_str()
+            .unwrap()
+            .lines()
+            .filter_map(|l| l.strip_prefix("data: "))
+            .map(|d| serde_json::from_str(d).unwrap())
+            .collect();
+        assert!(events.len() >= 2, "{text}");
+        for e in &events {
+            let name = if e.get("done").is_some() {
+                "StreamDone"
+            } else if e["blocked"] == true {
+                "StreamBlocked"
+            } else {
+                "StreamRelease"
+            };
+            let schema = json!({"$ref": format!("#/components/schemas/{name}")});
+            validate(&c.doc, &schema, e, "event").unwrap();
+        }
+    }
     let big = format!(r#"{{"text": "{}"}}"#, "x".repeat(5000));
-    for path in ["/evaluate", "/v1/evaluate", "/evaluate/batch"] {
+    for path in [
+        "/evaluate",
+        "/v1/evaluate",
+        "/evaluate/batch",
+        "/v1/evaluate/stream",
+    ] {
         assert_eq!(c.check(&app, post(path, &big)).await.0, 413);
         let req = Request::post(path).body(Body::from("{}")).unwrap();
         assert_eq!(c.check(&app, req).await.0, 415);

@@ -52,10 +52,11 @@ const KEYS: &[(&str, Kind)] = &[
     ("shutdown.grace_ms", Kind::Uint),
     ("log.format", Kind::Str),
     ("log.level", Kind::Str),
+    ("stream.max_holdback_chars", Kind::Uint),
 ];
 
 /// The sections (keys holding a mapping).
-const SECTIONS: &[&str] = &["reload", "limits", "auth", "shutdown", "log"];
+const SECTIONS: &[&str] = &["reload", "limits", "auth", "shutdown", "log", "stream"];
 
 /// The environment variable of a key: `reload.debounce_ms` → `HELIXOR_RELOAD_DEBOUNCE_MS`.
 pub fn env_var_of(key: &str) -> String {
@@ -149,6 +150,9 @@ pub struct Config {
     pub shutdown: ShutdownConfig,
     /// Logging.
     pub log: LogConfig,
+    /// Stream sessions (SPEC §11.1): most code points a session may hold
+    /// back before it blocks (fail closed).
+    pub max_holdback_chars: usize,
 }
 
 impl Config {
@@ -180,6 +184,7 @@ impl Config {
                 format: LogFormat::Text,
                 level: "info".into(),
             },
+            max_holdback_chars: crate::engine::DEFAULT_MAX_HOLDBACK_CHARS,
         }
     }
 }
@@ -472,6 +477,9 @@ fn build(m: &BTreeMap<&'static str, Raw>) -> Result<Config, Error> {
     }
     if let Some(n) = uint("shutdown.grace_ms", 0)? {
         c.shutdown.grace_ms = n;
+    }
+    if let Some(n) = uint("stream.max_holdback_chars", 1)? {
+        c.max_holdback_chars = usize_of("stream.max_holdback_chars", n)?;
     }
     if let Some(f) = string("log.format") {
         c.log.format = match f.as_str() {

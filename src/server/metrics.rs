@@ -32,6 +32,7 @@ pub struct Metrics {
     last_reload_successful: IntGauge,
     last_reload_success_timestamp: Gauge,
     license_expiry: Gauge,
+    stream_sessions: IntCounterVec,
 }
 
 /// The outcome label of `helixor_reloads_total`.
@@ -179,6 +180,16 @@ impl Metrics {
                     "Unix time at which the serving license expires (not_after).",
                 ),
             )?,
+            stream_sessions: register(
+                &r,
+                IntCounterVec::new(
+                    Opts::new(
+                        "helixor_stream_sessions_total",
+                        "Stream sessions by pack and outcome (finished or blocked).",
+                    ),
+                    &["pack_id", "outcome"],
+                ),
+            )?,
             registry: r,
         })
     }
@@ -194,6 +205,14 @@ impl Metrics {
                 .inc();
         }
         self.evaluation_duration.observe(d.latency_us / 1e6);
+    }
+
+    /// Counts one stream session that ended (`finished` or `blocked`).
+    pub fn observe_stream_session(&self, pack_id: &str, blocked: bool) {
+        let outcome = if blocked { "blocked" } else { "finished" };
+        self.stream_sessions
+            .with_label_values(&[pack_id, outcome])
+            .inc();
     }
 
     /// Counts one HTTP request.

@@ -19,6 +19,7 @@ pub mod healthcheck;
 pub mod metrics;
 pub mod reload;
 pub mod routes;
+mod stream;
 
 pub use config::{Config, LogFormat, ServeOptions};
 pub use generation::{Generation, Sources};

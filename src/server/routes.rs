@@ -38,6 +38,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("POST", "/evaluate"),
     ("POST", "/v1/evaluate"),
     ("POST", "/evaluate/batch"),
+    ("POST", "/v1/evaluate/stream"),
     ("GET", "/healthz"),
     ("GET", "/readyz"),
     ("GET", "/v1/health"),
@@ -80,7 +81,7 @@ impl ApiError {
         }
     }
 
-    fn bad_request(message: impl Into<String>) -> Self {
+    pub(super) fn bad_request(message: impl Into<String>) -> Self {
         Self::new(
             StatusCode::BAD_REQUEST,
             ErrorName::InvalidRequestError,
@@ -153,7 +154,7 @@ pub fn json_response(status: StatusCode, value: &impl Serialize) -> Response {
     }
 }
 
-type AppStateRef = Arc<AppState>;
+pub(super) type AppStateRef = Arc<AppState>;
 
 fn endpoint(method: &str, path: &str) -> Option<MethodRouter<AppStateRef>> {
     let filter = match method {
@@ -165,6 +166,7 @@ fn endpoint(method: &str, path: &str) -> Option<MethodRouter<AppStateRef>> {
         "/evaluate" => on(filter, evaluate),
         "/v1/evaluate" => on(filter, evaluate_v1),
         "/evaluate/batch" => on(filter, evaluate_batch),
+        "/v1/evaluate/stream" => on(filter, super::stream::evaluate_stream),
         "/healthz" => on(filter, healthz),
         "/readyz" => on(filter, readyz),
         "/v1/health" => on(filter, v1_health),
@@ -544,7 +546,7 @@ fn too_large(limit: usize) -> ApiError {
 
 /// Content type, size and JSON syntax of a request body, with the SPEC's
 /// errors; messages never quote the body.
-async fn read_json(req: Request, limit: usize) -> Result<Value, ApiError> {
+pub(super) async fn read_json(req: Request, limit: usize) -> Result<Value, ApiError> {
     let (parts, body) = req.into_parts();
     check_content_type(&parts.headers)?;
     let declared = parts
@@ -566,12 +568,12 @@ async fn read_json(req: Request, limit: usize) -> Result<Value, ApiError> {
         .map_err(|e| ApiError::bad_request(format!("the body is not valid JSON: {e}")))
 }
 
-fn as_object<'v>(v: &'v Value, what: &str) -> Result<&'v Map<String, Value>, String> {
+pub(super) fn as_object<'v>(v: &'v Value, what: &str) -> Result<&'v Map<String, Value>, String> {
     v.as_object()
         .ok_or_else(|| format!("{what} must be a JSON object, not {}", type_name(v)))
 }
 
-fn type_name(v: &Value) -> &'static str {
+pub(super) fn type_name(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",
@@ -583,7 +585,7 @@ fn type_name(v: &Value) -> &'static str {
 }
 
 /// `text` (required string) and `pack_id` (optional string) of a request object.
-fn text_and_pack(obj: &Map<String, Value>) -> Result<(&str, Option<&str>), String> {
+pub(super) fn text_and_pack(obj: &Map<String, Value>) -> Result<(&str, Option<&str>), String> {
     let text = match obj.get("text") {
         Some(Value::String(s)) => s.as_str(),
         Some(other) => return Err(format!("`text` must be a string, not {}", type_name(other))),
@@ -607,7 +609,7 @@ fn now_unix_nanos() -> i128 {
 }
 
 /// The generation an evaluation uses: loaded and with a valid license.
-fn serving(state: &AppState) -> Result<Arc<Generation>, ApiError> {
+pub(super) fn serving(state: &AppState) -> Result<Arc<Generation>, ApiError> {
     let generation = state
         .current()
         .ok_or_else(|| ApiError::unavailable("no generation is loaded"))?;
@@ -618,7 +620,7 @@ fn serving(state: &AppState) -> Result<Arc<Generation>, ApiError> {
 }
 
 /// Pack choice (SPEC §9.4): the request's, else `default_pack`, else the only one.
-fn choose<'g>(
+pub(super) fn choose<'g>(
     generation: &'g Generation,
     requested: Option<&str>,
     default_pack: Option<&str>,

@@ -1,0 +1,258 @@
+//! `POST /v1/evaluate/stream` (SPEC §11.2): cuts the request's text into
+//! pieces, runs them through one stream session of one generation on a
+//! blocking thread, and sends its releases as server-sent events. Errors
+//! found before the stream starts are the usual JSON errors; an event never
+//! holds text the session did not release.
+
+use super::generation::Generation;
+use super::routes::{
+    as_object, choose, read_json, serving, text_and_pack, type_name, ApiError, AppStateRef,
+};
+use super::AppState;
+use crate::engine::{Severity, StreamOptions};
+use crate::pack::LoadedPack;
+use axum::body::{Body, Bytes};
+use axum::extract::{Request, State};
+use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE};
+use axum::http::{HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde_json::{json, Map, Value};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Default piece size, in code points.
+pub const DEFAULT_CHUNK_SIZE: usize = 16;
+/// Events buffered between the session's thread and the connection.
+const EVENT_BUFFER: usize = 32;
+
+/// The stream options of a request body, validated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct StreamRequest {
+    chunk_size: usize,
+    opts: StreamOptions,
+}
+
+fn uint_field(obj: &Map<String, Value>, key: &str, min: u64) -> Result<Option<usize>, String> {
+    match obj.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Number(n)) => match n.as_u64().filter(|v| *v >= min) {
+            Some(v) => Ok(Some(usize::try_from(v).unwrap_or(usize::MAX))),
+            None => Err(format!("`{key}` must be an integer ≥ {min}")),
+        },
+        Some(other) => Err(format!(
+            "`{key}` must be an integer ≥ {min}, not {}",
+            type_name(other)
+        )),
+    }
+}
+
+fn stream_request(
+    obj: &Map<String, Value>,
+    max_holdback_chars: usize,
+) -> Result<StreamRequest, String> {
+    let chunk_size = uint_field(obj, "chunk_size", 1)?.unwrap_or(DEFAULT_CHUNK_SIZE);
+    let lookahead_chars = uint_field(obj, "lookahead_chars", 0)?.unwrap_or(0);
+    let block_on_fatal = match obj.get("block_on_fatal") {
+        None | Some(Value::Null) => true,
+        Some(Value::Bool(b)) => *b,
+        Some(other) => {
+            return Err(format!(
+                "`block_on_fatal` must be a boolean, not {}",
+                type_name(other)
+            ))
+        }
+    };
+    Ok(StreamRequest {
+        chunk_size,
+        opts: StreamOptions {
+            block_on_fatal,
+            lookahead_chars,
+            max_holdback_chars,
+        },
+    })
+}
+
+/// The handler of `POST /v1/evaluate/stream`.
+pub(super) async fn evaluate_stream(State(state): State<AppStateRef>, req: Request) -> Response {
+    let body = match read_json(req, state.config.limits.max_body_bytes).await {
+        Ok(b) => b,
+        Err(e) => return e.into_response(),
+    };
+    let parsed = as_object(&body, "the body").and_then(|obj| {
+        let (text, pack_id) = text_and_pack(obj)?;
+        let request = stream_request(obj, state.config.max_holdback_chars)?;
+        Ok((text.to_string(), pack_id.map(str::to_string), request))
+    });
+    let (text, pack_id, request) = match parsed {
+        Ok(x) => x,
+        Err(m) => return ApiError::bad_request(m).into_response(),
+    };
+    let generation = match serving(&state) {
+        Ok(g) => g,
+        Err(e) => return e.into_response(),
+    };
+    let pack_id = match choose(
+        &generation,
+        pack_id.as_deref(),
+        state.config.default_pack.as_deref(),
+    ) {
+        Ok(p) => p.pack_id.clone(),
+        Err(e) => return e.into_response(),
+    };
+    let (tx, rx) = tokio::sync::mpsc::channel::<Bytes>(EVENT_BUFFER);
+    let state = Arc::clone(&state);
+    // The session is CPU work: it runs off the async workers, with the one
+    // generation it started with, whatever reloads happen meanwhile.
+    tokio::task::spawn_blocking(move || {
+        if let Some(pack) = generation.packs.get(&pack_id) {
+            run_session(&state, &generation, pack, &text, request, |event| {
+                tx.blocking_send(event).is_ok()
+            });
+        }
+    });
+    let events = futures_util::stream::unfold(rx, |mut rx| async move {
+        rx.recv()
+            .await
+            .map(|b| (Ok::<Bytes, std::convert::Infallible>(b), rx))
+    });
+    let mut resp = Body::from_stream(events).into_response();
+    *resp.status_mut() = StatusCode::OK;
+    let headers = resp.headers_mut();
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+    headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    // Proxies such as nginx would otherwise buffer the whole stream.
+    headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    resp
+}
+
+fn event(value: &Value) -> Bytes {
+    let mut out = b"data: ".to_vec();
+    // A `Value` always serialises.
+    out.extend(serde_json::to_vec(value).unwrap_or_default());
+    out.extend_from_slice(b"\n\n");
+    Bytes::from(out)
+}
+
+/// Runs one session over `text` cut into pieces and hands each event to
+/// `send`; stops early when `send` reports that the client is gone.
+fn run_session(
+    state: &AppState,
+    generation: &Generation,
+    pack: &LoadedPack,
+    text: &str,
+    request: StreamRequest,
+    mut send: impl FnMut(Bytes) -> bool,
+) {
+    let mut session = pack.evaluator.stream(request.opts);
+    let mut index = 0usize;
+    let mut rest = text;
+    let mut finished = false;
+    while session.blocked().is_none() && !finished {
+        let released = if rest.is_empty() {
+            finished = true;
+            session.finish()
+        } else {
+            let cut = rest
+                .char_indices()
+                .nth(request.chunk_size)
+                .map_or(rest.len(), |(i, _)| i);
+            let (piece, tail) = rest.split_at(cut);
+            rest = tail;
+            session.push(piece)
+        };
+        let consumed = session.pushed_chars();
+        let value = match session.blocked() {
+            Some(b) => json!({
+                "chunk_index": index, "consumed": consumed, "text": "", "redacted": false,
+                "blocked": true, "reason": b.reason, "action": b.action,
+                "triggers": b.triggers.iter().map(|(id, sev)| json!({"rule_id": id, "severity": sev.as_str()})).collect::<Vec<_>>(),
+            }),
+            None if released.text.is_empty() => continue,
+            None => json!({
+                "chunk_index": index, "consumed": consumed, "text": released.text,
+                "redacted": released.redacted, "blocked": false, "reason": null,
+            }),
+        };
+        index += 1;
+        if !send(event(&value)) {
+            return;
+        }
+    }
+    let started = Instant::now();
+    let decision = pack.evaluator.evaluate(text);
+    let latency_us = (session.elapsed() + started.elapsed()).as_secs_f64() * 1e6;
+    let blocked = session.blocked().is_some();
+    state.metrics.observe_decision(&decision);
+    state.metrics.observe_stream_session(&pack.pack_id, blocked);
+    let done = json!({
+        "done": true,
+        "action": decision.action,
+        "severity": decision.severity.map(Severity::as_str),
+        "reason": decision.reason,
+        "receipt_hash": decision.receipt_hash,
+        "pack_id": decision.pack_id,
+        "generation": generation.number,
+        "latency_us": latency_us,
+    });
+    send(event(&done));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn obj(v: Value) -> Map<String, Value> {
+        v.as_object().cloned().unwrap_or_default()
+    }
+
+    #[test]
+    fn options_default_and_validate() {
+        let r = stream_request(&obj(json!({"text": "x"})), 9).unwrap();
+        assert_eq!(r.chunk_size, 16);
+        assert_eq!(
+            r.opts,
+            StreamOptions {
+                block_on_fatal: true,
+                lookahead_chars: 0,
+                max_holdback_chars: 9
+            }
+        );
+        let r = stream_request(
+            &obj(json!({"chunk_size": 4, "block_on_fatal": false, "lookahead_chars": 28})),
+            9,
+        )
+        .unwrap();
+        assert_eq!(
+            (r.chunk_size, r.opts.block_on_fatal, r.opts.lookahead_chars),
+            (4, false, 28)
+        );
+        for (body, msg) in [
+            (
+                json!({"chunk_size": 0}),
+                "`chunk_size` must be an integer ≥ 1",
+            ),
+            (
+                json!({"chunk_size": -3}),
+                "`chunk_size` must be an integer ≥ 1",
+            ),
+            (
+                json!({"chunk_size": 1.5}),
+                "`chunk_size` must be an integer ≥ 1",
+            ),
+            (
+                json!({"chunk_size": "4"}),
+                "`chunk_size` must be an integer ≥ 1, not a string",
+            ),
+            (
+                json!({"lookahead_chars": -1}),
+                "`lookahead_chars` must be an integer ≥ 0",
+            ),
+            (
+                json!({"block_on_fatal": "yes"}),
+                "`block_on_fatal` must be a boolean, not a string",
+            ),
+        ] {
+            assert_eq!(stream_request(&obj(body), 9).unwrap_err(), msg);
+        }
+    }
+}

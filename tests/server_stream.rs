@@ -1,0 +1,262 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+//! `POST /v1/evaluate/stream` (SPEC §11.2): the exact events through
+//! `Router` + `oneshot`, errors before the stream starts, the metric, and
+//! one stream over a real socket from the real binary.
+
+mod server_support;
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use axum::Router;
+use helixor::server::{router, AppState, Config, Generation, Sources};
+use http_body_util::BodyExt;
+use serde_json::{json, Value};
+use server_support::{Fixture, Server};
+use std::sync::Arc;
+use tower::ServiceExt;
+
+const PII_PACK: &str = "compliance.regulatory_pii_guard.v1";
+
+struct Setup {
+    _fx: Fixture,
+    state: Arc<AppState>,
+    app: Router,
+}
+
+fn setup() -> Setup {
+    let fx = Fixture::new();
+    let license = fx.license();
+    let packs_dir = fx.path().join("packs");
+    fx.packs(&license, &packs_dir, "1.0.0");
+    let mut config = Config::with_packs_dir(&packs_dir);
+    config.license = Some(license);
+    config.issuer_keys = Some(fx.issuer_dir.clone());
+    config.default_pack = Some(PII_PACK.into());
+    let generation = Generation::load(&Sources::from_config(&config), 1).unwrap();
+    let state = AppState::new(config, Some(generation)).unwrap();
+    let app = router(Arc::clone(&state));
+    Setup {
+        _fx: fx,
+        state,
+        app,
+    }
+}
+
+fn metrics_text(state: &AppState) -> String {
+    String::from_utf8(state.metrics.render().unwrap()).unwrap()
+}
+
+/// The `data:` events of an SSE body, parsed.
+fn events(body: &str) -> Vec<Value> {
+    body.lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .map(|d| serde_json::from_str(d).unwrap())
+        .collect()
+}
+
+async fn stream(app: &Router, body: Value) -> (StatusCode, Option<String>, String) {
+    let req = Request::post("/v1/evaluate/stream")
+        .header("content-type", "application/json")
+        .body(Body::from(body.to_string()))
+        .unwrap();
+    let resp = app.clone().oneshot(req).await.unwrap();
+    let status = resp.status();
+    let ctype = resp
+        .headers()
+        .get("content-type")
+        .map(|v| v.to_str().unwrap().to_string());
+    let bytes = resp.into_body().collect().await.unwrap().to_bytes();
+    (status, ctype, String::from_utf8(bytes.to_vec()).unwrap())
+}
+
+fn without_latency(mut done: Value) -> Value {
+    assert!(done["latency_us"].as_f64().unwrap() > 0.0, "{done}");
+    done.as_object_mut().unwrap().remove("latency_us");
+    done
+}
+
+#[tokio::test]
+async fn python_runtime_example_gives_its_three_releases_then_done() {
+    let s = setup();
+    let (status, ctype, body) = stream(
+        &s.app,
+        json!({"text": "Reach support at support@corp.com or security@corp.com.",
+               "chunk_size": 4, "lookahead_chars": 28}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(ctype.as_deref(), Some("text/event-stream"));
+    let ev = events(&body);
+    assert_eq!(ev.len(), 4, "{body}");
+    assert_eq!(
+        ev[..3],
+        [
+            json!({"chunk_index": 0, "consumed": 36, "text": "Reach ", "redacted": false, "blocked": false, "reason": null}),
+            json!({"chunk_index": 1, "consumed": 44, "text": "support at ", "redacted": false, "blocked": false, "reason": null}),
+            json!({"chunk_index": 2, "consumed": 55, "text": "[REDACTED_EMAIL] or [REDACTED_EMAIL].", "redacted": true, "blocked": false, "reason": null}),
+        ]
+    );
+    assert_eq!(
+        without_latency(ev[3].clone()),
+        json!({"done": true, "action": "redact_and_permit_contact_pii", "severity": "WARNING",
+               "reason": "Regulatory notice: Direct online/contact identifier requires in-place redaction prior to egress",
+               "receipt_hash": s.state.current().unwrap().packs[PII_PACK].evaluator.evaluate("Reach support at support@corp.com or security@corp.com.").receipt_hash,
+               "pack_id": PII_PACK, "generation": 1})
+    );
+}
+
+#[tokio::test]
+async fn exact_holdback_releases_each_piece_as_soon_as_it_is_final() {
+    let s = setup();
+    let (_, _, body) = stream(
+        &s.app,
+        json!({"text": "Hello there, mail jane.doe@example.com now", "chunk_size": 8}),
+    )
+    .await;
+    let ev = events(&body);
+    let texts: Vec<(&str, u64)> = ev[..ev.len() - 1]
+        .iter()
+        .map(|e| (e["text"].as_str().unwrap(), e["consumed"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(
+        texts,
+        [
+            ("Hello ", 8),
+            ("there, ", 16),
+            ("mail ", 24),
+            ("[REDACTED_EMAIL] ", 40),
+            ("now", 42)
+        ]
+    );
+    assert_eq!(
+        ev.last().unwrap()["action"],
+        "redact_and_permit_contact_pii"
+    );
+}
+
+#[tokio::test]
+async fn a_fatal_match_sends_one_blocked_event_and_nothing_of_the_value() {
+    let s = setup();
+    let (_, _, body) = stream(
+        &s.app,
+        json!({"text": "Your SSN 123-45-6789 is on file, card 4111 1111 1111 1111.", "chunk_size": 1}),
+    )
+    .await;
+    assert!(!body.contains("123") && !body.contains("6789"), "{body}");
+    let ev = events(&body);
+    let released: String = ev
+        .iter()
+        .filter(|e| e["blocked"] == false)
+        .filter_map(|e| e["text"].as_str())
+        .collect();
+    assert_eq!(released, "Your SSN ");
+    let blocked: Vec<&Value> = ev.iter().filter(|e| e["blocked"] == true).collect();
+    assert_eq!(blocked.len(), 1);
+    let b = blocked[0].as_object().unwrap();
+    assert_eq!(
+        b["consumed"], 21,
+        "blocked once the character after the SSN arrived"
+    );
+    assert_eq!(b["action"], "block_glba_ssn_leakage");
+    assert_eq!(b["text"], "");
+    assert_eq!(b["redacted"], false);
+    assert_eq!(
+        b["triggers"],
+        json!([{"rule_id": "RULE-GLBA-SSN-BLOCK", "severity": "FATAL"}])
+    );
+    let done = ev.last().unwrap();
+    assert_eq!(done["done"], true);
+    // The decision of the whole text.
+    assert_eq!(done["action"], "block_glba_ssn_leakage");
+    assert_eq!(done["severity"], "FATAL");
+    assert_eq!(ev.len(), 4, "\"Your \", \"SSN \", blocked, done");
+    let metrics = metrics_text(&s.state);
+    assert!(
+        metrics.contains(&format!(
+            "helixor_stream_sessions_total{{outcome=\"blocked\",pack_id=\"{PII_PACK}\"}} 1"
+        )),
+        "{metrics}"
+    );
+}
+
+#[tokio::test]
+async fn block_on_fatal_false_redacts_and_finishes() {
+    let s = setup();
+    let (_, _, body) = stream(
+        &s.app,
+        json!({"text": "SSN 123-45-6789 ok", "block_on_fatal": false, "chunk_size": 3}),
+    )
+    .await;
+    let ev = events(&body);
+    let released: String = ev[..ev.len() - 1]
+        .iter()
+        .map(|e| e["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(released, "SSN [REDACTED_SSN] ok");
+    assert!(ev.iter().all(|e| e["blocked"] != true));
+    assert!(metrics_text(&s.state).contains(&format!(
+        "helixor_stream_sessions_total{{outcome=\"finished\",pack_id=\"{PII_PACK}\"}} 1"
+    )));
+}
+
+#[tokio::test]
+async fn errors_before_the_stream_starts_are_json() {
+    let s = setup();
+    for (body, status, name) in [
+        (
+            json!({"text": "x", "chunk_size": 0}),
+            400,
+            "InvalidRequestError",
+        ),
+        (
+            json!({"text": "x", "lookahead_chars": "4"}),
+            400,
+            "InvalidRequestError",
+        ),
+        (json!({"text": 5}), 400, "InvalidRequestError"),
+        (
+            json!({"text": "x", "pack_id": "nope.v1"}),
+            404,
+            "PackNotFoundError",
+        ),
+    ] {
+        let (st, ctype, text) = stream(&s.app, body).await;
+        assert_eq!(st.as_u16(), status, "{text}");
+        assert_eq!(ctype.as_deref(), Some("application/json"));
+        let v: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(v["error"], name);
+    }
+}
+
+#[test]
+fn a_real_server_streams_events_over_a_socket() {
+    let fx = Fixture::new();
+    let license = fx.license();
+    let packs_dir = fx.path().join("packs");
+    fx.packs(&license, &packs_dir, "1.0.0");
+    let config = fx.path().join("helixor.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "listen: 127.0.0.1:0\nlicense: {}\npacks_dir: {}\nissuer_keys: {}\ndefault_pack: {PII_PACK}\nreload: {{watch: false}}\n",
+            license.display(),
+            packs_dir.display(),
+            fx.issuer_dir.display()
+        ),
+    )
+    .unwrap();
+    let server = Server::start(&config, fx.path());
+    let a = server.post(
+        "/v1/evaluate/stream",
+        r#"{"text": "Call 212-555-0187 today", "chunk_size": 5}"#,
+    );
+    assert_eq!(a.status, 200, "{}", a.body);
+    assert_eq!(a.header("content-type"), Some("text/event-stream"));
+    let ev = events(&a.body);
+    let released: String = ev[..ev.len() - 1]
+        .iter()
+        .map(|e| e["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(released, "Call [REDACTED_PHONE] today");
+    assert_eq!(ev.last().unwrap()["generation"], 1);
+}
