@@ -1,11 +1,12 @@
 //! The `helixor-pack` subcommands (SPEC §8) as library functions over typed
 //! options: the binary parses flags and calls these. Results go to the given
 //! writers: JSON or reports on `out`, warnings on `err`. Never prints a key,
-//! a pattern or a payload fragment beyond the decision itself.
+//! a pattern or a payload fragment beyond the decision itself (or, with
+//! `run --stream`, the text a stream session released).
 
 use crate::compiler;
 use crate::container::{read_pack_file, SealedPack};
-use crate::engine::Decision;
+use crate::engine::{Decision, StreamOptions, StreamSession};
 use crate::error::{ErrorName, Named};
 use crate::license::{self, format_time, IssuerKeys, License, Window};
 use crate::manifest;
@@ -20,6 +21,13 @@ use time::OffsetDateTime;
 
 /// Largest payload `run` reads from `--input` or stdin.
 pub const MAX_RUN_INPUT_BYTES: u64 = 64 * 1024 * 1024;
+
+/// Size of the read buffer of `run --stream` (its only input buffer: the
+/// session's hold-back limit bounds the rest).
+pub const STREAM_READ_BYTES: usize = 64 * 1024;
+
+/// Exit code of `run --stream` when the session blocked (SPEC §4.3, §11.3).
+pub const STREAM_BLOCKED_EXIT: u8 = 6;
 
 /// `--license` and `--issuer-keys`, shared by every command that reads a license.
 #[derive(Debug, Clone, Default)]
@@ -124,6 +132,8 @@ pub struct RunArgs {
     pub input: RunInput,
     /// `--jsonl`.
     pub jsonl: bool,
+    /// `--stream` with its session options (SPEC §11.3); `None` without it.
+    pub stream: Option<StreamOptions>,
 }
 
 /// Loads packs in order; two files with one pack id are a `PackFormatError`.
@@ -192,8 +202,27 @@ fn strip_one_newline(mut s: String) -> String {
     s
 }
 
-/// `run`: loads (SPEC §5) and prints decisions. Returns the exit code.
-pub fn run(args: &RunArgs, stdin: &mut dyn Read, out: &mut dyn Write) -> Result<u8, Error> {
+/// `run`: loads (SPEC §5) and prints decisions, or with `--stream` filters
+/// the input to stdout (SPEC §11.3; `Blocked: <reason>` on `err`). Returns
+/// the exit code.
+pub fn run(
+    args: &RunArgs,
+    stdin: &mut dyn Read,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<u8, Error> {
+    if args.stream.is_some() {
+        if args.jsonl {
+            return Err(Error::Usage(
+                "--jsonl and --stream cannot be used together".into(),
+            ));
+        }
+        if matches!(args.input, RunInput::Text(_)) {
+            return Err(Error::Usage(
+                "--stream reads --input or standard input, not --text".into(),
+            ));
+        }
+    }
     let license = args.license.load(OffsetDateTime::now_utc())?;
     let packs = load_packs(&args.packs, &license)?;
     if let Some(id) = &args.pack_id {
@@ -204,6 +233,9 @@ pub fn run(args: &RunArgs, stdin: &mut dyn Read, out: &mut dyn Write) -> Result<
         return run_jsonl(args, &packs, stdin, out);
     }
     let pack = choose_pack(&packs, args.pack_id.as_deref())?;
+    if let Some(opts) = args.stream {
+        return run_stream(&args.input, pack, opts, stdin, out, err);
+    }
     let payload = match &args.input {
         RunInput::Text(t) => t.clone(),
         RunInput::File(p) => {
@@ -225,6 +257,99 @@ pub fn run(args: &RunArgs, stdin: &mut dyn Read, out: &mut dyn Write) -> Result<
     let decision = pack.evaluator.evaluate(&payload);
     write_out(out, &json_pretty(&decision))?;
     Ok(0)
+}
+
+/// `run --stream` (SPEC §11.3): pushes whatever each read returns (a pipe's
+/// read returns as soon as it has data), decoding UTF-8 across reads, and
+/// writes every release at once. Nothing is written after a block, and held
+/// text is never printed.
+fn run_stream(
+    input: &RunInput,
+    pack: &LoadedPack,
+    opts: StreamOptions,
+    stdin: &mut dyn Read,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<u8, Error> {
+    let (mut reader, what): (Box<dyn Read + '_>, String) = match input {
+        RunInput::File(p) => (
+            Box::new(
+                std::fs::File::open(p)
+                    .map_err(|e| Error::Io(format!("cannot read input {}: {e}", p.display())))?,
+            ),
+            format!("input {}", p.display()),
+        ),
+        RunInput::Stdin => (Box::new(stdin), "standard input".into()),
+        RunInput::Text(_) => {
+            return Err(Error::Usage(
+                "--stream reads --input or standard input, not --text".into(),
+            ))
+        }
+    };
+    let not_utf8 = || Error::InvalidRequest(format!("{what} is not valid UTF-8"));
+    let mut session = pack.evaluator.stream(opts);
+    let mut buf = vec![0u8; STREAM_READ_BYTES];
+    // `buf[..carry]`: the start of a UTF-8 sequence cut by the last read.
+    let mut carry = 0;
+    loop {
+        let n = match reader.read(&mut buf[carry..]) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(Error::Io(format!("cannot read {what}: {e}"))),
+        };
+        let filled = carry + n;
+        let piece = utf8_prefix(&buf[..filled]).ok_or_else(not_utf8)?;
+        let used = piece.len();
+        let released = session.push(piece);
+        if emit_release(&session, &released.text, out, err)? {
+            return Ok(STREAM_BLOCKED_EXIT);
+        }
+        buf.copy_within(used..filled, 0);
+        carry = filled - used;
+    }
+    if carry > 0 {
+        return Err(not_utf8());
+    }
+    let released = session.finish();
+    if emit_release(&session, &released.text, out, err)? {
+        return Ok(STREAM_BLOCKED_EXIT);
+    }
+    Ok(0)
+}
+
+/// The longest valid UTF-8 prefix of `bytes` when the rest is at most the
+/// start of one sequence cut off by the end; `None` for invalid UTF-8.
+fn utf8_prefix(bytes: &[u8]) -> Option<&str> {
+    match std::str::from_utf8(bytes) {
+        Ok(s) => Some(s),
+        Err(e) if e.error_len().is_none() => std::str::from_utf8(&bytes[..e.valid_up_to()]).ok(),
+        Err(_) => None,
+    }
+}
+
+/// Writes and flushes a release (a blocking push releases nothing); then,
+/// if the session is blocked, prints `Blocked: <reason>` on `err` and
+/// returns `true`.
+fn emit_release(
+    session: &StreamSession<'_>,
+    text: &str,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<bool, Error> {
+    if !text.is_empty() {
+        write_out(out, text)?;
+        out.flush()
+            .map_err(|e| Error::Io(format!("cannot write to stdout: {e}")))?;
+    }
+    match session.blocked() {
+        Some(b) => {
+            let _ = writeln!(err, "Blocked: {}", b.reason);
+            let _ = err.flush();
+            Ok(true)
+        }
+        None => Ok(false),
+    }
 }
 
 fn line_error(name: ErrorName, message: &str) -> String {

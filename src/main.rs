@@ -2,6 +2,7 @@
 
 use clap::{ArgMatches, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use helixor::commands::{self, LicenseArgs, ManifestSource, RunArgs, RunInput};
+use helixor::engine::StreamOptions;
 use helixor::license::{self, IssueRequest};
 use helixor::{Error, Named};
 use std::path::PathBuf;
@@ -60,6 +61,7 @@ enum Command {
         json: bool,
     },
     /// Load packs and evaluate a payload (or JSON lines) to decisions.
+    /// With --stream, filter a pipe: write the cleaned text as it is read (exit 6 when blocked).
     Run {
         /// A pack to load (repeatable).
         #[arg(long = "pack", value_name = "FILE", required = true)]
@@ -72,12 +74,37 @@ enum Command {
         /// The payload, taken as given.
         #[arg(long, value_name = "TEXT", conflicts_with = "input")]
         text: Option<String>,
-        /// Read the payload from a file (one trailing newline is dropped).
+        /// Read the payload from a file (one trailing newline is dropped, except with --stream).
         #[arg(long, value_name = "FILE")]
         input: Option<PathBuf>,
         /// Read one JSON string or {"text": ...} per line; write one decision per line.
         #[arg(long, conflicts_with = "text")]
         jsonl: bool,
+        /// Filter --input or stdin as it arrives: write cleaned text at once, exit 6 with `Blocked: <reason>` on stderr when blocked.
+        #[arg(long, conflicts_with_all = ["text", "jsonl"])]
+        stream: bool,
+        /// With --stream: hold back at least N code points and end releases after whitespace (Python-runtime compatibility).
+        #[arg(
+            long,
+            value_name = "N",
+            default_value_t = 0,
+            requires = "stream",
+            conflicts_with_all = ["text", "jsonl"]
+        )]
+        lookahead_chars: usize,
+        /// With --stream: redact FATAL matches instead of blocking.
+        #[arg(long, requires = "stream", conflicts_with_all = ["text", "jsonl"])]
+        no_block_on_fatal: bool,
+        /// With --stream: block (fail closed) when more than N code points are held back.
+        #[arg(
+            long,
+            value_name = "N",
+            default_value_t = helixor::engine::DEFAULT_MAX_HOLDBACK_CHARS,
+            value_parser = parse_holdback,
+            requires = "stream",
+            conflicts_with_all = ["text", "jsonl"]
+        )]
+        max_holdback_chars: usize,
     },
     /// Show a pack's header; with --license, load it and summarise its rules.
     Inspect {
@@ -197,6 +224,14 @@ fn split_list(items: &[String]) -> Vec<String> {
         .collect()
 }
 
+/// `--max-holdback-chars`: a count of at least 1 (as `stream.max_holdback_chars`).
+fn parse_holdback(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err(format!("`{s}` is not an integer ≥ 1")),
+    }
+}
+
 fn parse_time_flag(flag: &str, value: &str) -> Result<time::OffsetDateTime, Error> {
     license::parse_time(value)
         .ok_or_else(|| Error::Usage(format!("{flag} `{value}` is not an RFC 3339 time")))
@@ -251,6 +286,10 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, Error> {
             text,
             input,
             jsonl,
+            stream,
+            lookahead_chars,
+            no_block_on_fatal,
+            max_holdback_chars,
         } => {
             let input = match (text, input) {
                 (Some(t), _) => RunInput::Text(t),
@@ -263,8 +302,13 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, Error> {
                 pack_id,
                 input,
                 jsonl,
+                stream: stream.then_some(StreamOptions {
+                    block_on_fatal: !no_block_on_fatal,
+                    lookahead_chars,
+                    max_holdback_chars,
+                }),
             };
-            commands::run(&args, &mut std::io::stdin().lock(), &mut out)
+            commands::run(&args, &mut std::io::stdin().lock(), &mut out, &mut err)
         }
         Command::Inspect {
             pack,

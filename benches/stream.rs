@@ -1,0 +1,146 @@
+//! Stream-session benchmarks (issue 7): the cost of streaming a reply in
+//! pieces of 1, 16 and 256 bytes against one evaluation of the whole text
+//! (1 KiB and 1 MiB), and the mean hold-back of the exact policy against
+//! the Python runtime's fixed 28-character look-ahead. Run with
+//! `cargo bench --bench stream`; results go to BENCHMARKS.md.
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use helixor::engine::StreamOptions;
+use helixor::playbook::parse_document;
+use helixor::rules::check_declarations;
+use helixor::Evaluator;
+
+/// The demo's example pack plus its custom internal-ids rules.
+const PLAYBOOK: &str = r#"
+pack_id: bench.stream.v1
+version: 1.0.0
+rules:
+  - {id: project_code, type: regex, pattern: '\bPROJ-[A-Z]+-\d+[A-Z]?\b', action: block}
+  - {id: ticket_id, type: regex, pattern: '\bTCK-\d{6}\b', action: redact}
+  - {id: gift_card, type: luhn_checksum, pattern: '\b\d{4}-\d{4}-\d{4}\b', action: redact}
+"#;
+
+/// A realistic streamed reply of an assistant: prose, a list, a few contact
+/// details and ticket ids, numbers that are not PII.
+const REPLY: &str =
+    "Thanks for reaching out! I looked into ticket TCK-004211 and here is what I found.\n\n\
+1. The invoice from March (total $1,284.50) was sent to billing@example.com on the 14th.\n\
+2. Our records show the account was opened in 2019 and upgraded twice since then.\n\
+3. If you need a copy, call our support line at (212) 555-0199 or reply to this message.\n\n\
+The outage on the 3rd affected servers in two regions; 97.5% of requests were served normally. \
+You can follow the status page for updates, and our team lead, Jane Doe (jane.doe@example.com), \
+will follow up by Friday. Let me know if anything else is unclear. ";
+
+fn fill(unit: &str, bytes: usize) -> String {
+    let mut s = String::with_capacity(bytes + unit.len());
+    while s.len() < bytes {
+        s.push_str(unit);
+    }
+    let mut end = bytes;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    s.truncate(end);
+    s
+}
+
+/// Cuts `text` into pieces of about `size` bytes, at code-point boundaries.
+fn pieces(text: &str, size: usize) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    while at < text.len() {
+        let mut end = (at + size).min(text.len());
+        while !text.is_char_boundary(end) {
+            end += 1;
+        }
+        out.push(&text[at..end]);
+        at = end;
+    }
+    out
+}
+
+fn evaluator() -> Evaluator {
+    let doc = parse_document(PLAYBOOK.as_bytes(), "bench").unwrap().doc;
+    let rules = check_declarations(&doc, "bench").unwrap();
+    Evaluator::new("bench.stream.v1", "1.0.0", &rules).unwrap()
+}
+
+fn stream(e: &Evaluator, parts: &[&str], opts: StreamOptions) -> usize {
+    let mut s = e.stream(opts);
+    let mut n = 0;
+    for p in parts {
+        n += s.push(p).text.len();
+    }
+    n + s.finish().text.len()
+}
+
+/// Mean code points held back after each push (what the reader waits for).
+fn mean_holdback(e: &Evaluator, parts: &[&str], opts: StreamOptions) -> f64 {
+    let mut s = e.stream(opts);
+    let mut total = 0usize;
+    for p in parts {
+        s.push(p);
+        total += s.held_chars();
+    }
+    s.finish();
+    total as f64 / parts.len() as f64
+}
+
+fn bench(c: &mut Criterion) {
+    let e = evaluator();
+    let opts = StreamOptions {
+        block_on_fatal: false,
+        ..StreamOptions::default()
+    };
+    // Sanity: streaming gives the whole-text redaction.
+    let kib = fill(REPLY, 1024);
+    let mib = fill(REPLY, 1024 * 1024);
+    for text in [&kib, &mib] {
+        let mut s = e.stream(opts);
+        let mut out = String::new();
+        for p in pieces(text, 16) {
+            out.push_str(&s.push(p).text);
+        }
+        out.push_str(&s.finish().text);
+        assert_eq!(out, e.redacted_text(text));
+    }
+
+    // Hold-back, printed once: exact against the fixed 28-character policy,
+    // on the reply streamed in LLM-token-sized pieces (4 bytes).
+    let parts = pieces(&kib, 4);
+    let exact = mean_holdback(&e, &parts, opts);
+    let fixed = mean_holdback(
+        &e,
+        &parts,
+        StreamOptions {
+            lookahead_chars: 28,
+            ..opts
+        },
+    );
+    println!(
+        "hold-back on the 1 KiB reply in 4-byte pieces: exact {exact:.1} code points, fixed 28-char policy {fixed:.1} ({:.1}x)",
+        fixed / exact
+    );
+
+    for (name, text) in [("1KiB", &kib), ("1MiB", &mib)] {
+        let mut g = c.benchmark_group(format!("stream_{name}"));
+        g.throughput(Throughput::Bytes(text.len() as u64));
+        if text.len() > 4096 {
+            g.sample_size(10);
+        }
+        g.bench_function("evaluate_whole", |b| b.iter(|| e.evaluate(black_box(text))));
+        for size in [1usize, 16, 256] {
+            let parts = pieces(text, size);
+            g.bench_with_input(
+                BenchmarkId::new("session_pieces", size),
+                &parts,
+                |b, parts| b.iter(|| stream(&e, black_box(parts), opts)),
+            );
+        }
+        g.finish();
+    }
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
