@@ -87,7 +87,36 @@ fn mean_holdback(e: &Evaluator, parts: &[&str], opts: StreamOptions) -> f64 {
     total as f64 / parts.len() as f64
 }
 
+/// `HELIXOR_BENCH_ONCE=eval|N|none`: one evaluation, or one session in
+/// N-byte pieces, of the 1 MiB reply, then exit: for instruction counts
+/// under `valgrind --tool=callgrind` (subtract the `none` run's count).
+fn once() -> bool {
+    let Ok(mode) = std::env::var("HELIXOR_BENCH_ONCE") else {
+        return false;
+    };
+    let e = evaluator();
+    let mib = fill(REPLY, 1024 * 1024);
+    let opts = StreamOptions {
+        block_on_fatal: false,
+        ..StreamOptions::default()
+    };
+    match mode.as_str() {
+        "eval" => {
+            black_box(e.evaluate(&mib));
+        }
+        "none" => {}
+        size => {
+            let parts = pieces(&mib, size.parse().unwrap());
+            black_box(stream(&e, &parts, opts));
+        }
+    }
+    true
+}
+
 fn bench(c: &mut Criterion) {
+    if once() {
+        return;
+    }
     let e = evaluator();
     let opts = StreamOptions {
         block_on_fatal: false,

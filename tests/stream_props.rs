@@ -193,6 +193,9 @@ proptest! {
         words in proptest::collection::vec("[a-zA-Zéß会議Ещё]{1,9}", 1..20), sizes in cuts(), which in 0usize..2,
     ) {
         let e = &evaluators()[which];
+        // `MRN`, `EHR` and `RX` followed by spaces can still become a health
+        // record id (`\s*\d{6,10}` may follow): holding them back is right.
+        prop_assume!(words.iter().all(|w| !["mrn", "ehr", "rx"].contains(&w.to_lowercase().as_str())));
         let text: String = words.iter().map(|w| format!("{w} ")).collect();
         prop_assume!(e.evaluate(&text).action == PERMIT_ACTION);
         let mut s = e.stream(StreamOptions::default());

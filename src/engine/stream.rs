@@ -71,6 +71,8 @@ pub const HOLDBACK_ACTION: &str = "block_stream_holdback_limit";
 
 /// Lazy-DFA cache of one rule's liveness automaton in one session.
 const LIVE_CACHE_BYTES: usize = 1 << 20;
+/// States whose terminal check a session remembers, per rule.
+const MAX_TERMINAL_MEMO: usize = 256;
 /// Guided searches rejected before the plain search takes over (as in evaluation).
 const MAX_GUIDED_MISSES: usize = 64;
 
@@ -123,6 +125,9 @@ pub(super) struct LivePlan {
     slot: Vec<usize>,
     /// Severity, rule id, action and reason of each trigger slot.
     slots: Vec<SlotInfo>,
+    /// For each byte, the rules it can begin a match of (bit `i` for rule
+    /// `i`; rules past the 64th share bit 63).
+    first_mask: [u64; 256],
 }
 
 struct SlotInfo {
@@ -138,6 +143,13 @@ struct LiveRule {
     lead: Option<Look>,
     /// Bytes that can begin a match (from any start context).
     first: [bool; 256],
+    /// Bytes that a partial match can consume and stay undecided: a thread
+    /// that consumes any other byte dies or is settled, so only the text
+    /// after the last such byte can hold a live start.
+    inner: [bool; 256],
+    /// Bytes of which every match holds one (all bytes when there is no
+    /// such set).
+    required: [bool; 256],
 }
 
 /// Lazy-DFA caches of one session, one per rule (`None` for a rule without an automaton).
@@ -145,7 +157,7 @@ pub(super) struct LiveCaches(Vec<Option<LazyCache>>);
 
 impl LivePlan {
     fn new(ev: &Evaluator) -> Self {
-        let rules = ev.matchers.iter().map(LiveRule::new).collect();
+        let rules: Vec<LiveRule> = ev.matchers.iter().map(LiveRule::new).collect();
         let base = ev.rules.len();
         let slot = (0..ev.matchers.len())
             .map(|i| {
@@ -176,7 +188,20 @@ impl LivePlan {
                 },
             }))
             .collect();
-        Self { rules, slot, slots }
+        let mut first_mask = [0u64; 256];
+        for (i, r) in rules.iter().enumerate() {
+            for b in 0..=255u8 {
+                if r.can_start(b) {
+                    first_mask[usize::from(b)] |= rule_bit(i);
+                }
+            }
+        }
+        Self {
+            rules,
+            slot,
+            slots,
+            first_mask,
+        }
     }
 
     fn caches(&self) -> LiveCaches {
@@ -190,6 +215,12 @@ impl LivePlan {
 }
 
 impl LiveRule {
+    /// Whether a match can begin with byte `b` (never inside a character).
+    #[inline]
+    fn can_start(&self, b: u8) -> bool {
+        self.first[usize::from(b)] && !is_continuation(b)
+    }
+
     fn new(m: &super::Matcher) -> Self {
         let (src, kind) = match &m.filter_src {
             Some(f) => (f.as_str(), MatchKind::All),
@@ -214,11 +245,24 @@ impl LiveRule {
             .ok()
             .and_then(|h| leading_look(&h))
             .filter(|l| is_word_look(*l));
-        let first = match &dfa {
-            Some(d) => first_bytes(d).unwrap_or([true; 256]),
-            None => [true; 256],
+        let (first, inner) = match &dfa {
+            Some(d) => (
+                first_bytes(d).unwrap_or([true; 256]),
+                inner_bytes(d).unwrap_or([true; 256]),
+            ),
+            None => ([true; 256], [true; 256]),
         };
-        Self { dfa, lead, first }
+        let mut required = [m.required.is_none(); 256];
+        for &b in m.required.iter().flatten() {
+            required[usize::from(b)] = true;
+        }
+        Self {
+            dfa,
+            lead,
+            first,
+            inner,
+            required,
+        }
     }
 }
 
@@ -246,6 +290,70 @@ fn leading_look(h: &regex_syntax::hir::Hir) -> Option<Look> {
         }
         _ => None,
     }
+}
+
+/// Most DFA states explored to find a rule's inner bytes; past it, every
+/// byte counts as inner (the rule is then simulated over all of its text).
+const MAX_EXPLORED_STATES: usize = 2048;
+
+/// Bytes on which some state reachable from an anchored start moves to a
+/// state that is neither dead nor terminal; `None` when the automaton is
+/// too large to explore.
+fn inner_bytes(dfa: &DFA) -> Option<[bool; 256]> {
+    let mut cache = dfa.create_cache();
+    let mut seen: Vec<LazyStateID> = Vec::new();
+    for lb in std::iter::once(None).chain((0..=255u8).map(Some)) {
+        let cfg = start::Config::new().anchored(Anchored::Yes).look_behind(lb);
+        let sid = dfa.start_state(&mut cache, &cfg).ok()?;
+        if !seen.contains(&sid) {
+            seen.push(sid);
+        }
+    }
+    let classes = dfa.byte_classes();
+    let reps: Vec<u8> = classes
+        .representatives(0..=255)
+        .filter_map(|u| u.as_u8())
+        .collect();
+    let mut inner = [false; 256];
+    let mut terminal: HashMap<LazyStateID, bool> = HashMap::new();
+    let mut k = 0;
+    while k < seen.len() {
+        let sid = seen[k];
+        k += 1;
+        for &b in &reps {
+            let next = dfa.next_state(&mut cache, sid, b).ok()?;
+            if next.is_dead() {
+                continue;
+            }
+            let t = match terminal.get(&next) {
+                Some(&t) => t,
+                None => {
+                    let t = is_terminal(dfa, &mut cache, next);
+                    terminal.insert(next, t);
+                    t
+                }
+            };
+            if !t {
+                let class = classes.get(b);
+                for (c, slot) in inner.iter_mut().enumerate() {
+                    if u8::try_from(c).is_ok_and(|c| classes.get(c) == class) {
+                        *slot = true;
+                    }
+                }
+            }
+            if !seen.contains(&next) {
+                if seen.len() >= MAX_EXPLORED_STATES {
+                    return None;
+                }
+                seen.push(next);
+            }
+        }
+        // A cleared cache invalidates the collected state ids.
+        if cache.clear_count() > 0 {
+            return None;
+        }
+    }
+    Some(inner)
 }
 
 /// Bytes on which some anchored start state does not die.
@@ -280,13 +388,18 @@ struct RuleState {
     /// Every match starting before `p` is committed; none other starts before it.
     p: usize,
     /// Live starts and their DFA states, by increasing start, states distinct.
-    threads: Vec<(usize, LazyStateID)>,
+    threads: Vec<Thread>,
     /// Start states by look-behind byte (index 256: start of the stream).
     starts: Vec<Option<LazyStateID>>,
     /// The cache's clear count the state ids above belong to.
     clears: usize,
-    /// States known to be terminal (every byte and the end lead to dead).
-    terminal: HashMap<LazyStateID, bool>,
+    /// Whether a terminal check was made for a state (every byte and the
+    /// end lead to dead), for the few states threads end a push in.
+    terminal: Vec<(LazyStateID, bool)>,
+    /// Where matches may start that no search has looked for yet (lowest
+    /// and highest such start): a thread that reached a match state and
+    /// then ended, or the rest of the text at the end of input.
+    dirty: Option<(usize, usize)>,
 }
 
 /// A committed match not yet released.
@@ -318,8 +431,10 @@ pub struct StreamSession<'e> {
     released_chars: usize,
     blocked: Option<Blocked<'e>>,
     finished: bool,
-    caches: Option<Caches>,
-    live: Option<LiveCaches>,
+    /// Boxed: a search cache set is large, and it moves out and back at
+    /// every push.
+    caches: Option<Box<Caches>>,
+    live: Option<Box<LiveCaches>>,
     elapsed: Duration,
 }
 
@@ -369,7 +484,8 @@ impl Evaluator {
                     threads: Vec::new(),
                     starts: vec![None; 257],
                     clears,
-                    terminal: HashMap::new(),
+                    terminal: Vec::new(),
+                    dirty: None,
                 })
                 .collect(),
             pending: Vec::new(),
@@ -378,8 +494,8 @@ impl Evaluator {
             released_chars: 0,
             blocked: None,
             finished: false,
-            caches: Some(caches),
-            live: Some(live),
+            caches: Some(Box::new(caches)),
+            live: Some(Box::new(live)),
             elapsed: Duration::ZERO,
         }
     }
@@ -388,14 +504,14 @@ impl Evaluator {
 impl Drop for StreamSession<'_> {
     fn drop(&mut self) {
         if let Some(c) = self.caches.take() {
-            self.ev.idle_caches().push(c);
+            self.ev.idle_caches().push(*c);
         }
         if let Some(l) = self.live.take() {
             self.ev
                 .live_caches
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .push(l);
+                .push(*l);
         }
     }
 }
@@ -470,18 +586,55 @@ impl<'e> StreamSession<'e> {
     ) -> Released {
         let from = self.scanned;
         self.scanned = n;
-        // Candidate rules for the exact search: their required bytes occur
-        // in the unsettled text (a match lies inside it).
-        let min_p = self.rules.iter().map(|r| r.p).min().unwrap_or(n);
-        let mask = self.ev.required.scan(&self.buf.as_bytes()[min_p..n]);
         let mut fatal = false;
-        for (i, cache) in live.0.iter_mut().enumerate() {
-            if eoi {
-                self.rules[i].threads.clear();
-            } else {
-                self.advance(i, from, n, cache.as_mut());
+        if eoi {
+            for r in &mut self.rules {
+                // The end of input may complete what is still live.
+                if !r.threads.is_empty() {
+                    mark(&mut r.dirty, r.p);
+                    mark(&mut r.dirty, n);
+                }
+                r.threads.clear();
             }
-            let candidate = mask[i / 64] & (1 << (i % 64)) != 0;
+        } else {
+            // Rules that no new byte can start and that hold no thread have
+            // nothing to simulate.
+            let may_start = self.buf.as_bytes()[from..n]
+                .iter()
+                .fold(0u64, |m, &b| m | self.plan.first_mask[usize::from(b)]);
+            for (i, cache) in live.0.iter_mut().enumerate() {
+                if may_start & rule_bit(i) != 0 || !self.rules[i].threads.is_empty() {
+                    self.advance(i, from, n, cache.as_mut());
+                }
+            }
+        }
+        if !eoi {
+            for (i, cache) in live.0.iter_mut().enumerate() {
+                if !self.rules[i].threads.is_empty() {
+                    self.drop_terminal(i, cache.as_mut());
+                }
+            }
+        }
+        // Candidate rules for the exact search: their required bytes occur
+        // in the unsettled text (a match lies inside it). Computed only when
+        // some rule has a match to look for.
+        let searching = |r: &RuleState, has_dfa: bool| r.dirty.is_some() || !has_dfa;
+        let mask = (0..self.rules.len())
+            .any(|i| searching(&self.rules[i], self.plan.rules[i].dfa.is_some()))
+            .then(|| {
+                let min_p = self.rules.iter().map(|r| r.p).min().unwrap_or(n);
+                self.ev.required.scan(&self.buf.as_bytes()[min_p..n])
+            });
+        for (i, cache) in live.0.iter_mut().enumerate() {
+            let st = &mut self.rules[i];
+            if st.threads.is_empty() && !searching(st, self.plan.rules[i].dfa.is_some()) {
+                // Nothing live, nothing to search: every start is settled.
+                st.p = st.p.max(n);
+                continue;
+            }
+            let candidate = mask
+                .as_ref()
+                .is_some_and(|m| m[i / 64] & (1 << (i % 64)) != 0);
             fatal |= self.commit(i, n, eoi, candidate, caches, cache.as_mut());
         }
         if fatal && self.opts.block_on_fatal {
@@ -520,49 +673,65 @@ impl<'e> StreamSession<'e> {
         if cache.clear_count() != st.clears {
             rederive(dfa, st, bytes, self.origin, from, cache);
         }
-        let can_start = |b: u8| rule.first[usize::from(b)] && !is_continuation(b);
         let looks = LookMatcher::new();
         let mut j = from;
+        // A thread that consumes a byte outside the rule's inner bytes dies
+        // or settles, so a match that starts before the last such byte also
+        // ends before it: only the text after it needs simulating. Where a
+        // match may lie in the skipped text (a thread was under way, or a
+        // byte that can begin one and one it needs are there), the exact
+        // search looks instead.
+        if let Some(k) = bytes[j..to]
+            .iter()
+            .rposition(|&b| !rule.inner[usize::from(b)])
+        {
+            let skipped = &bytes[j..=j + k];
+            // Threads under way end within the skipped text: run them (and
+            // only them) until they do, to learn whether they saw a match.
+            for &b in skipped {
+                if st.threads.is_empty() {
+                    break;
+                }
+                for t in st.threads.iter_mut() {
+                    match dfa.next_state(cache, t.1, b) {
+                        Ok(next) => {
+                            t.1 = next;
+                            t.2 |= next.is_match();
+                        }
+                        // Cannot happen without a clear limit: let the
+                        // exact search look.
+                        Err(_) => t.2 = true,
+                    }
+                }
+                for t in st.threads.iter().filter(|t| t.1.is_dead() && t.2) {
+                    mark(&mut st.dirty, t.0);
+                }
+                st.threads.retain(|t| !t.1.is_dead());
+            }
+            for t in st.threads.iter().filter(|t| t.2) {
+                mark(&mut st.dirty, t.0);
+            }
+            if skipped.iter().any(|&b| rule.can_start(b))
+                && skipped.iter().any(|&b| rule.required[usize::from(b)])
+            {
+                mark(&mut st.dirty, j);
+                mark(&mut st.dirty, j + k);
+            }
+            st.threads.clear();
+            j += k + 1;
+        }
         while j < to {
             if st.threads.is_empty() {
                 // Skip bytes that cannot begin a match.
-                while j < to && !can_start(bytes[j]) {
+                while j < to && !rule.can_start(bytes[j]) {
                     j += 1;
                 }
                 if j >= to {
                     break;
                 }
             }
-            let b = bytes[j];
-            for t in st.threads.iter_mut() {
-                // Without a clear limit a transition cannot fail; if it did,
-                // the thread stays as it was (live: holds back, never leaks).
-                if let Ok(next) = dfa.next_state(cache, t.1, b) {
-                    t.1 = next;
-                }
-            }
-            st.threads.retain(|t| !t.1.is_dead());
-            if can_start(b) && rule.lead.is_none_or(|l| looks.matches(l, bytes, j)) {
-                let lb = if j == 0 && self.origin {
-                    None
-                } else {
-                    bytes.get(j.wrapping_sub(1)).copied()
-                };
-                if let Some(s0) = start_state(dfa, cache, &mut st.starts, lb) {
-                    if let Ok(next) = dfa.next_state(cache, s0, b) {
-                        if !next.is_dead() && !st.threads.iter().any(|t| t.1 == next) {
-                            st.threads.push((j, next));
-                        }
-                    }
-                }
-            }
-            if st.threads.len() > 1 {
-                dedup(&mut st.threads);
-            }
+            step(dfa, rule, st, cache, bytes, j, self.origin, &looks);
             j += 1;
-            if cache.clear_count() != st.clears {
-                rederive(dfa, st, bytes, self.origin, j, cache);
-            }
         }
     }
 
@@ -587,30 +756,34 @@ impl<'e> StreamSession<'e> {
         mut cache: Option<&mut LazyCache>,
     ) -> bool {
         let mut fatal = false;
-        if !eoi {
-            self.drop_terminal(i, cache.as_deref_mut());
-        }
         loop {
             let limit = if eoi { n } else { self.earliest_live(i, n) };
             let st = &self.rules[i];
-            if !candidate || st.p >= limit {
-                self.rules[i].p = self.rules[i].p.max(limit);
+            let from = match (self.plan.rules[i].dfa.is_some(), st.dirty) {
+                (false, _) => Some(st.p),
+                (true, Some((lo, _))) => Some(st.p.max(lo)),
+                (true, None) => None,
+            };
+            let Some(from) = from.filter(|&f| candidate && f < limit) else {
+                self.settled(i, limit);
                 return fatal;
-            }
+            };
             let found = next_match(
                 &self.ev.matchers[i].regex,
                 &mut caches.exact[i],
                 self.ev.matchers[i].filter.as_ref(),
                 caches.filter[i].as_mut(),
                 &self.buf[..n],
-                st.p,
+                from,
             );
             let Some((s, e)) = found.filter(|&(s, _)| s < limit) else {
-                self.rules[i].p = limit;
+                self.settled(i, limit);
                 return fatal;
             };
             if s == e {
-                self.rules[i].p = next_char(&self.buf, s);
+                let st = &mut self.rules[i];
+                st.p = next_char(&self.buf, s);
+                mark(&mut st.dirty, st.p);
                 continue;
             }
             let m = &self.ev.matchers[i];
@@ -637,6 +810,17 @@ impl<'e> StreamSession<'e> {
         }
     }
 
+    /// Every start of rule `i` before `limit` is searched: `p` moves there
+    /// and only what may start after it stays to be searched.
+    fn settled(&mut self, i: usize, limit: usize) {
+        let st = &mut self.rules[i];
+        st.p = st.p.max(limit);
+        st.dirty = match st.dirty {
+            Some((_, hi)) if hi >= st.p => Some((st.p, hi)),
+            _ => None,
+        };
+    }
+
     /// Drops rule `i`'s threads whose state nothing can change any more.
     fn drop_terminal(&mut self, i: usize, cache: Option<&mut LazyCache>) {
         let (Some(dfa), Some(cache)) = (&self.plan.rules[i].dfa, cache) else {
@@ -646,25 +830,35 @@ impl<'e> StreamSession<'e> {
         if st.threads.is_empty() || cache.clear_count() != st.clears {
             return;
         }
-        let mut keep = Vec::with_capacity(st.threads.len());
-        for &(s, sid) in &st.threads {
-            let t = match st.terminal.get(&sid) {
-                Some(&t) => t,
+        let mut settled: Option<Vec<Thread>> = None;
+        for (k, &(s, sid, matched)) in st.threads.iter().enumerate() {
+            let t = match st.terminal.iter().find(|e| e.0 == sid) {
+                Some(&(_, t)) => t,
                 None => {
                     let t = is_terminal(dfa, cache, sid);
                     if cache.clear_count() != st.clears {
                         // Ids changed under us: keep everything (conservative).
                         return;
                     }
-                    st.terminal.insert(sid, t);
+                    if st.terminal.len() < MAX_TERMINAL_MEMO {
+                        st.terminal.push((sid, t));
+                    }
                     t
                 }
             };
-            if !t {
-                keep.push((s, sid));
+            if t && matched {
+                mark(&mut st.dirty, s);
+            }
+            match (&mut settled, t) {
+                // The first terminal thread: keep those before it.
+                (None, true) => settled = Some(st.threads[..k].to_vec()),
+                (Some(keep), false) => keep.push((s, sid, matched)),
+                _ => {}
             }
         }
-        st.threads = keep;
+        if let Some(keep) = settled {
+            st.threads = keep;
+        }
     }
 
     /// Blocks on the first fired FATAL trigger.
@@ -714,12 +908,16 @@ impl<'e> StreamSession<'e> {
 
     /// Releases the settled text before `q` (and after the last release).
     fn release(&mut self, q: usize, n: usize, eoi: bool) -> Released {
-        let mut items: Vec<Item<'e>> = self
-            .pending
-            .iter()
-            .map(|p| (p.start, p.end, p.key, p.placeholder))
-            .collect();
-        let regions = sweep(&mut items);
+        let regions = if self.pending.is_empty() {
+            Vec::new()
+        } else {
+            let mut items: Vec<Item<'e>> = self
+                .pending
+                .iter()
+                .map(|p| (p.start, p.end, p.key, p.placeholder))
+                .collect();
+            sweep(&mut items)
+        };
         // A region that a later match (starting at `q` or after) could still
         // extend is not released, nor anything after it.
         let mut cut = q;
@@ -731,16 +929,12 @@ impl<'e> StreamSession<'e> {
         if self.opts.lookahead_chars > 0 && !eoi {
             cut = self.whitespace_cut(cut, n, &regions[..closed]);
         }
-        let regions: Vec<_> = regions[..closed]
-            .iter()
-            .copied()
-            .filter(|r| r.1 <= cut)
-            .collect();
+        let regions = &regions[..regions[..closed].iter().take_while(|r| r.1 <= cut).count()];
         if cut <= self.head {
             return Released::default();
         }
         let mut text = String::new();
-        write_regions(&mut text, &self.buf, self.head, cut, &regions);
+        write_regions(&mut text, &self.buf, self.head, cut, regions);
         self.released_chars += self.buf[self.head..cut].chars().count();
         self.pending.retain(|p| p.start >= cut);
         self.head = cut;
@@ -791,6 +985,9 @@ impl<'e> StreamSession<'e> {
         for r in &mut self.rules {
             r.p -= shift;
             r.threads.iter_mut().for_each(|t| t.0 -= shift);
+            r.dirty = r
+                .dirty
+                .map(|(lo, hi)| (lo.max(shift) - shift, hi.max(shift) - shift));
         }
         for p in &mut self.pending {
             p.start -= shift;
@@ -813,7 +1010,7 @@ fn rederive(
     st.terminal.clear();
     let before = cache.clear_count();
     let mut threads = Vec::with_capacity(st.threads.len());
-    for &(s, _) in &st.threads {
+    for &(s, _, matched) in &st.threads {
         let lb = if s == 0 && origin {
             None
         } else {
@@ -829,7 +1026,7 @@ fn rederive(
             }
         }
         if !sid.is_dead() {
-            threads.push((s, sid));
+            threads.push((s, sid, matched));
         }
     }
     dedup(&mut threads);
@@ -840,6 +1037,90 @@ fn rederive(
     } else {
         usize::MAX
     };
+}
+
+/// Feeds byte `j` to a rule's threads and opens a thread there if a match
+/// can begin at `j`; replays the threads if the cache was cleared meanwhile.
+#[allow(clippy::too_many_arguments)]
+#[inline]
+fn step(
+    dfa: &DFA,
+    rule: &LiveRule,
+    st: &mut RuleState,
+    cache: &mut LazyCache,
+    bytes: &[u8],
+    j: usize,
+    origin: bool,
+    looks: &LookMatcher,
+) {
+    let b = bytes[j];
+    let mut died = false;
+    for t in st.threads.iter_mut() {
+        // Without a clear limit a transition cannot fail; if it did, the
+        // thread stays as it was (live: holds back, never leaks).
+        if let Ok(next) = dfa.next_state(cache, t.1, b) {
+            t.1 = next;
+            t.2 |= next.is_match();
+            died |= next.is_dead();
+        }
+    }
+    if died {
+        // A thread that saw a match leaves it to the exact search.
+        for t in st.threads.iter().filter(|t| t.1.is_dead() && t.2) {
+            mark(&mut st.dirty, t.0);
+        }
+        st.threads.retain(|t| !t.1.is_dead());
+    }
+    if rule.can_start(b) && rule.lead.is_none_or(|l| lead_holds(looks, l, bytes, j)) {
+        let lb = if j == 0 && origin {
+            None
+        } else {
+            bytes.get(j.wrapping_sub(1)).copied()
+        };
+        if let Some(s0) = start_state(dfa, cache, &mut st.starts, lb) {
+            if let Ok(next) = dfa.next_state(cache, s0, b) {
+                if !next.is_dead() {
+                    st.threads.push((j, next, next.is_match()));
+                }
+            }
+        }
+    }
+    if st.threads.len() > 1 {
+        dedup(&mut st.threads);
+    }
+    if cache.clear_count() != st.clears {
+        rederive(dfa, st, bytes, origin, j + 1, cache);
+    }
+}
+
+/// Whether the word assertion `look` holds at `j` (the characters on both
+/// sides are known); ASCII neighbours are settled without Unicode tables.
+fn lead_holds(looks: &LookMatcher, look: Look, bytes: &[u8], j: usize) -> bool {
+    let prev = j.checked_sub(1).map(|k| bytes[k]);
+    let next = bytes[j];
+    if !next.is_ascii() || prev.is_some_and(|p| !p.is_ascii()) {
+        return looks.matches(look, bytes, j);
+    }
+    let word = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
+    let (before, after) = (prev.is_some_and(word), word(next));
+    match look {
+        Look::WordAscii | Look::WordUnicode => before != after,
+        Look::WordAsciiNegate | Look::WordUnicodeNegate => before == after,
+        Look::WordStartAscii | Look::WordStartUnicode => !before && after,
+        Look::WordEndAscii | Look::WordEndUnicode => before && !after,
+        Look::WordStartHalfAscii | Look::WordStartHalfUnicode => !before,
+        Look::WordEndHalfAscii | Look::WordEndHalfUnicode => !after,
+        _ => looks.matches(look, bytes, j),
+    }
+}
+
+/// A thread: its start, its DFA state, and whether it has reached a match
+/// state (the exact search then has a match to find from its start).
+type Thread = (usize, LazyStateID, bool);
+
+/// Rule `i`'s bit in [`LivePlan::first_mask`].
+fn rule_bit(i: usize) -> u64 {
+    1 << i.min(63)
 }
 
 fn is_continuation(b: u8) -> bool {
@@ -866,16 +1147,28 @@ fn start_state(
     Some(sid)
 }
 
-/// Keeps the earliest start of threads in equal states (same future).
-fn dedup(threads: &mut Vec<(usize, LazyStateID)>) {
+/// Keeps the earliest start of threads in equal states (same future); a
+/// dropped thread that saw a match passes that on to the one kept.
+fn dedup(threads: &mut Vec<Thread>) {
     let mut k = 1;
     while k < threads.len() {
-        if threads[..k].iter().any(|t| t.1 == threads[k].1) {
-            threads.remove(k);
-        } else {
-            k += 1;
+        match threads[..k].iter().position(|t| t.1 == threads[k].1) {
+            Some(first) => {
+                let matched = threads[k].2;
+                threads[first].2 |= matched;
+                threads.remove(k);
+            }
+            None => k += 1,
         }
     }
+}
+
+/// Widens a rule's unsearched range to include start `s`.
+fn mark(dirty: &mut Option<(usize, usize)>, s: usize) {
+    *dirty = Some(match *dirty {
+        Some((lo, hi)) => (lo.min(s), hi.max(s)),
+        None => (s, s),
+    });
 }
 
 /// Whether every byte and the end of input lead `sid` to no match and no

@@ -200,3 +200,16 @@ fn every_cut_of_mixed_texts_gives_the_redacted_text() {
     }
     assert_eq!(e.evaluate("").action, PERMIT_ACTION);
 }
+
+#[test]
+fn a_health_prefix_then_a_space_stays_held_until_the_digits_decide() {
+    let e = builtin_only();
+    let mut s = e.stream(StreamOptions::default());
+    assert_eq!(s.push("see RX ").text, "see ");
+    assert_eq!(s.push("12345").text, "");
+    assert_eq!(s.push(" done").text, "RX 12345 ");
+    let mut s = e.stream(StreamOptions::default());
+    s.push("see RX ");
+    assert_eq!(s.push("1234567 ").text, "");
+    assert_eq!(s.blocked().unwrap().action, "block_hipaa_phi_leakage");
+}
