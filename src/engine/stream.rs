@@ -71,6 +71,9 @@ pub const HOLDBACK_ACTION: &str = "block_stream_holdback_limit";
 
 /// Lazy-DFA cache of one rule's liveness automaton in one session.
 const LIVE_CACHE_BYTES: usize = 1 << 20;
+/// Skipped text that may hold a match is simulated below this many bytes
+/// (a few transitions a byte) and left to one exact search above it.
+const SIMULATE_BELOW: usize = 64;
 /// States whose terminal check a session remembers, per rule.
 const MAX_TERMINAL_MEMO: usize = 256;
 /// Guided searches rejected before the plain search takes over (as in evaluation).
@@ -686,39 +689,22 @@ impl<'e> StreamSession<'e> {
             .rposition(|&b| !rule.inner[usize::from(b)])
         {
             let skipped = &bytes[j..=j + k];
-            // Threads under way end within the skipped text: run them (and
-            // only them) until they do, to learn whether they saw a match.
-            for &b in skipped {
-                if st.threads.is_empty() {
-                    break;
+            let may_match = skipped.iter().any(|&b| rule.can_start(b))
+                && skipped.iter().any(|&b| rule.required[usize::from(b)]);
+            if may_match && skipped.len() <= SIMULATE_BELOW {
+                // Short: simulating it is cheaper than an exact search.
+            } else {
+                // Threads under way end within the skipped text: run them
+                // (and only them) until they do, to learn whether they saw
+                // a match; a match that may begin there is left to the
+                // exact search.
+                run_out(dfa, st, cache, skipped);
+                if may_match {
+                    mark(&mut st.dirty, j);
+                    mark(&mut st.dirty, j + k);
                 }
-                for t in st.threads.iter_mut() {
-                    match dfa.next_state(cache, t.1, b) {
-                        Ok(next) => {
-                            t.1 = next;
-                            t.2 |= next.is_match();
-                        }
-                        // Cannot happen without a clear limit: let the
-                        // exact search look.
-                        Err(_) => t.2 = true,
-                    }
-                }
-                for t in st.threads.iter().filter(|t| t.1.is_dead() && t.2) {
-                    mark(&mut st.dirty, t.0);
-                }
-                st.threads.retain(|t| !t.1.is_dead());
+                j += k + 1;
             }
-            for t in st.threads.iter().filter(|t| t.2) {
-                mark(&mut st.dirty, t.0);
-            }
-            if skipped.iter().any(|&b| rule.can_start(b))
-                && skipped.iter().any(|&b| rule.required[usize::from(b)])
-            {
-                mark(&mut st.dirty, j);
-                mark(&mut st.dirty, j + k);
-            }
-            st.threads.clear();
-            j += k + 1;
         }
         while j < to {
             if st.threads.is_empty() {
@@ -994,6 +980,35 @@ impl<'e> StreamSession<'e> {
             p.end -= shift;
         }
     }
+}
+
+/// Runs a rule's threads (no new ones) over `bytes`, at the end of which
+/// they all die or settle, and marks the starts of those that saw a match.
+fn run_out(dfa: &DFA, st: &mut RuleState, cache: &mut LazyCache, bytes: &[u8]) {
+    for &b in bytes {
+        if st.threads.is_empty() {
+            break;
+        }
+        for t in st.threads.iter_mut() {
+            match dfa.next_state(cache, t.1, b) {
+                Ok(next) => {
+                    t.1 = next;
+                    t.2 |= next.is_match();
+                }
+                // Cannot happen without a clear limit: let the exact
+                // search look.
+                Err(_) => t.2 = true,
+            }
+        }
+        for t in st.threads.iter().filter(|t| t.1.is_dead() && t.2) {
+            mark(&mut st.dirty, t.0);
+        }
+        st.threads.retain(|t| !t.1.is_dead());
+    }
+    for t in st.threads.iter().filter(|t| t.2) {
+        mark(&mut st.dirty, t.0);
+    }
+    st.threads.clear();
 }
 
 /// Recomputes a rule's thread states after its cache was cleared (the old
