@@ -60,7 +60,6 @@ use regex_automata::util::look::{Look, LookMatcher};
 use regex_automata::util::{start, syntax};
 use regex_automata::{Anchored, Input, MatchKind};
 use std::collections::HashMap;
-use std::time::{Duration, Instant};
 
 /// Default of `stream.max_holdback_chars`.
 pub const DEFAULT_MAX_HOLDBACK_CHARS: usize = 65_536;
@@ -131,6 +130,10 @@ pub(super) struct LivePlan {
     /// For each byte, the rules it can begin a match of (bit `i` for rule
     /// `i`; rules past the 64th share bit 63).
     first_mask: [u64; 256],
+    /// For each byte, the rules for which it is inner (see [`LiveRule`]).
+    inner_mask: [u64; 256],
+    /// For each byte, the rules that require it (or require nothing).
+    required_mask: [u64; 256],
 }
 
 struct SlotInfo {
@@ -192,10 +195,19 @@ impl LivePlan {
             }))
             .collect();
         let mut first_mask = [0u64; 256];
+        let mut inner_mask = [0u64; 256];
+        let mut required_mask = [0u64; 256];
         for (i, r) in rules.iter().enumerate() {
             for b in 0..=255u8 {
+                let k = usize::from(b);
                 if r.can_start(b) {
-                    first_mask[usize::from(b)] |= rule_bit(i);
+                    first_mask[k] |= rule_bit(i);
+                }
+                if r.inner[k] {
+                    inner_mask[k] |= rule_bit(i);
+                }
+                if r.required[k] {
+                    required_mask[k] |= rule_bit(i);
                 }
             }
         }
@@ -204,6 +216,8 @@ impl LivePlan {
             slot,
             slots,
             first_mask,
+            inner_mask,
+            required_mask,
         }
     }
 
@@ -428,6 +442,8 @@ pub struct StreamSession<'e> {
     scanned: usize,
     rules: Vec<RuleState>,
     pending: Vec<Pending<'e>>,
+    /// Reused between pushes: (last non-inner byte, rule) pairs.
+    scratch: Vec<(usize, usize)>,
     /// Trigger slots with committed matches.
     fired: Vec<bool>,
     pushed_chars: usize,
@@ -438,7 +454,6 @@ pub struct StreamSession<'e> {
     /// every push.
     caches: Option<Box<Caches>>,
     live: Option<Box<LiveCaches>>,
-    elapsed: Duration,
 }
 
 impl std::fmt::Debug for StreamSession<'_> {
@@ -492,6 +507,7 @@ impl Evaluator {
                 })
                 .collect(),
             pending: Vec::new(),
+            scratch: Vec::new(),
             fired: vec![false; plan.slots.len()],
             pushed_chars: 0,
             released_chars: 0,
@@ -499,7 +515,6 @@ impl Evaluator {
             finished: false,
             caches: Some(Box::new(caches)),
             live: Some(Box::new(live)),
-            elapsed: Duration::ZERO,
         }
     }
 }
@@ -526,12 +541,9 @@ impl<'e> StreamSession<'e> {
         if self.blocked.is_some() || self.finished {
             return Released::default();
         }
-        let started = Instant::now();
         self.pushed_chars += piece.chars().count();
         self.buf.push_str(piece);
-        let out = self.step(false);
-        self.elapsed += started.elapsed();
-        out
+        self.step(false)
     }
 
     /// Ends the stream and returns the rest (empty when blocked).
@@ -540,10 +552,8 @@ impl<'e> StreamSession<'e> {
             self.finished = true;
             return Released::default();
         }
-        let started = Instant::now();
         let out = self.step(true);
         self.finished = true;
-        self.elapsed += started.elapsed();
         out
     }
 
@@ -560,11 +570,6 @@ impl<'e> StreamSession<'e> {
     /// Code points pushed but not yet released.
     pub fn held_chars(&self) -> usize {
         self.pushed_chars - self.released_chars
-    }
-
-    /// Engine time spent in this session's pushes and finish.
-    pub fn elapsed(&self) -> Duration {
-        self.elapsed
     }
 
     fn step(&mut self, eoi: bool) -> Released {
@@ -600,15 +605,12 @@ impl<'e> StreamSession<'e> {
                 r.threads.clear();
             }
         } else {
-            // Rules that no new byte can start and that hold no thread have
-            // nothing to simulate.
-            let may_start = self.buf.as_bytes()[from..n]
-                .iter()
-                .fold(0u64, |m, &b| m | self.plan.first_mask[usize::from(b)]);
-            for (i, cache) in live.0.iter_mut().enumerate() {
-                if may_start & rule_bit(i) != 0 || !self.rules[i].threads.is_empty() {
+            if self.rules.len() > 64 {
+                for (i, cache) in live.0.iter_mut().enumerate() {
                     self.advance(i, from, n, cache.as_mut());
                 }
+            } else {
+                self.advance_all(from, n, live);
             }
         }
         if !eoi {
@@ -668,6 +670,29 @@ impl<'e> StreamSession<'e> {
     /// character that can begin a match.
     fn advance(&mut self, i: usize, from: usize, to: usize, cache: Option<&mut LazyCache>) {
         let rule = &self.plan.rules[i];
+        let bytes = &self.buf.as_bytes()[from..to];
+        let outer = bytes.iter().rposition(|&b| !rule.inner[usize::from(b)]);
+        let skip = outer.map(|k| {
+            let skipped = &bytes[..=k];
+            let may_match = skipped.iter().any(|&b| rule.can_start(b))
+                && skipped.iter().any(|&b| rule.required[usize::from(b)]);
+            (from + k, may_match)
+        });
+        self.advance_with(i, from, to, skip, cache);
+    }
+
+    /// [`Self::advance`] with the rule's last non-inner byte in
+    /// `buf[from..to]` (if any) already found, and whether the text up to it
+    /// may hold a match (a byte that can begin one and one it needs).
+    fn advance_with(
+        &mut self,
+        i: usize,
+        from: usize,
+        to: usize,
+        skip: Option<(usize, bool)>,
+        cache: Option<&mut LazyCache>,
+    ) {
+        let rule = &self.plan.rules[i];
         let (Some(dfa), Some(cache)) = (&rule.dfa, cache) else {
             return;
         };
@@ -684,26 +709,20 @@ impl<'e> StreamSession<'e> {
         // match may lie in the skipped text (a thread was under way, or a
         // byte that can begin one and one it needs are there), the exact
         // search looks instead.
-        if let Some(k) = bytes[j..to]
-            .iter()
-            .rposition(|&b| !rule.inner[usize::from(b)])
-        {
-            let skipped = &bytes[j..=j + k];
-            let may_match = skipped.iter().any(|&b| rule.can_start(b))
-                && skipped.iter().any(|&b| rule.required[usize::from(b)]);
-            if may_match && skipped.len() <= SIMULATE_BELOW {
+        if let Some((last, may_match)) = skip {
+            if may_match && last + 1 - j <= SIMULATE_BELOW {
                 // Short: simulating it is cheaper than an exact search.
             } else {
                 // Threads under way end within the skipped text: run them
                 // (and only them) until they do, to learn whether they saw
                 // a match; a match that may begin there is left to the
                 // exact search.
-                run_out(dfa, st, cache, skipped);
+                run_out(dfa, st, cache, &bytes[j..=last]);
                 if may_match {
                     mark(&mut st.dirty, j);
-                    mark(&mut st.dirty, j + k);
+                    mark(&mut st.dirty, last);
                 }
-                j += k + 1;
+                j = last + 1;
             }
         }
         while j < to {
@@ -719,6 +738,65 @@ impl<'e> StreamSession<'e> {
             step(dfa, rule, st, cache, bytes, j, self.origin, &looks);
             j += 1;
         }
+    }
+
+    /// [`Self::advance`] for every rule (at most 64) over `buf[from..to]`,
+    /// with two passes over the bytes for all rules at once: one backwards
+    /// for each rule's last non-inner byte, one forwards for the bytes that
+    /// can begin and that complete a match before it.
+    fn advance_all(&mut self, from: usize, to: usize, live: &mut LiveCaches) {
+        let plan = self.plan;
+        let bytes = &self.buf.as_bytes()[from..to];
+        let mut active = 0u64;
+        for (i, st) in self.rules.iter().enumerate() {
+            if !st.threads.is_empty() {
+                active |= rule_bit(i);
+            }
+        }
+        // Rules that no new byte can start and that hold no thread have
+        // nothing to simulate.
+        active |= bytes
+            .iter()
+            .fold(0u64, |m, &b| m | plan.first_mask[usize::from(b)]);
+        // Backwards: each rule's last non-inner byte, found in decreasing
+        // order of position (so `found` needs no sort).
+        let mut found = std::mem::take(&mut self.scratch);
+        found.clear();
+        let mut pending = active;
+        for (k, &b) in bytes.iter().enumerate().rev() {
+            let mut hit = !plan.inner_mask[usize::from(b)] & pending;
+            pending &= !hit;
+            while hit != 0 {
+                let i = hit.trailing_zeros() as usize;
+                hit &= hit - 1;
+                found.push((k, i));
+            }
+            if pending == 0 {
+                break;
+            }
+        }
+        // Forwards: the starting and required bytes seen up to each rule's
+        // last non-inner byte.
+        let mut may = 0u64;
+        let (mut first, mut required, mut at) = (0u64, 0u64, 0usize);
+        for &(k, i) in found.iter().rev() {
+            for &b in &bytes[at.min(k + 1)..=k] {
+                first |= plan.first_mask[usize::from(b)];
+                required |= plan.required_mask[usize::from(b)];
+            }
+            at = at.max(k + 1);
+            may |= first & required & rule_bit(i);
+        }
+        for (i, cache) in live.0.iter_mut().enumerate() {
+            if active & rule_bit(i) != 0 {
+                let skip = found
+                    .iter()
+                    .find(|f| f.1 == i)
+                    .map(|&(k, _)| (from + k, may & rule_bit(i) != 0));
+                self.advance_with(i, from, to, skip, cache.as_mut());
+            }
+        }
+        self.scratch = found;
     }
 
     /// The earliest start from which rule `i` could still match.
