@@ -10,7 +10,8 @@
 //! - [`playbook`], [`pattern`], [`builtins`], [`rules`], [`compiler`],
 //!   [`manifest`]: YAML playbooks, regexes, the example pack's declarations,
 //!   compile-time checks and the SDK manifest;
-//! - [`engine`]: evaluation of a payload to a decision;
+//! - [`engine`]: evaluation of a payload to a decision, and stream sessions
+//!   that release a text arriving in pieces as soon as it is final;
 //! - [`pack`]: load-time checks that turn a file into an engine;
 //! - [`commands`]: the `helixor-pack` subcommands (the binary only parses flags);
 //! - [`server`]: serve mode (SPEC §9): configuration, generations, hot reload, the HTTP API.

@@ -269,6 +269,7 @@ impl Evaluator {
             live_caches: Mutex::new(Vec::new()),
         };
         evaluator.warm(warm_sets());
+        evaluator.warm_stream();
         Ok(evaluator)
     }
 

@@ -37,17 +37,34 @@
 //!   pattern with leftmost-first semantics, which dies as soon as a
 //!   higher-priority alternative is ruled out;
 //! - a per-rule table of the bytes that can begin a match lets the scan skip
-//!   most bytes without a transition.
+//!   most bytes without a transition;
+//! - a rule's *inner* bytes are those some partial match can consume and
+//!   stay undecided (found at load by exploring the DFA). A thread that
+//!   consumes any other byte dies or settles, so every match that starts
+//!   before the last such byte of a piece (a space, for the e-mail codon)
+//!   also ends before it, and only the text after it is simulated. One
+//!   backward and one forward pass over each piece find that byte for
+//!   every rule at once.
 //!
 //! Every start before the earliest live start is settled, so the exact
 //! regex (the same search as [`Evaluator::evaluate`], through the same
 //! boundary-free guide on non-ASCII text) finds the committed matches there,
-//! validates them (Luhn, SSN), and moves `p` past them. The matches of all
+//! validates them (Luhn, SSN), and moves `p` past them. It runs only where a
+//! match may be: from the start of a thread that reached a match state, or
+//! over skipped text that holds both a byte that can begin a match and one
+//! of the rule's required bytes (short skipped text is simulated instead,
+//! which is cheaper than a search). The matches of all
 //! rules merge into regions by the §6.3 sweep; the session releases the
 //! text before the earliest live start of any rule, cut before any region
 //! that a later match could still extend. A committed FATAL match blocks the
 //! session at once (with `block_on_fatal`); the end of input settles
 //! everything.
+//!
+//! The total work is linear in the text: each byte is fed to each rule's
+//! threads at most once (a rare replay after a committed match that live
+//! threads began inside, or after a lazy-DFA cache clear, is bounded by the
+//! held text), and released text is dropped from the buffer, keeping one
+//! character as look-behind context. Measured costs are in `BENCHMARKS.md`.
 
 use super::{sweep, validate, write_regions, Caches, Evaluator, Item, Severity};
 use crate::builtins::HARD_RULES;
@@ -469,6 +486,28 @@ impl std::fmt::Debug for StreamSession<'_> {
 }
 
 impl Evaluator {
+    /// Builds the liveness automata at load and runs the warm-up payloads
+    /// through one session, so the first stream after a start or a reload
+    /// does not pay for them (about 1.5 ms for the example pack).
+    pub(super) fn warm_stream(&self) {
+        let mut session = self.stream(StreamOptions {
+            block_on_fatal: false,
+            ..StreamOptions::default()
+        });
+        for text in super::WARM_UP {
+            let mut at = 0;
+            while at < text.len() {
+                let mut end = (at + 8).min(text.len());
+                while !text.is_char_boundary(end) {
+                    end += 1;
+                }
+                session.push(&text[at..end]);
+                at = end;
+            }
+        }
+        session.finish();
+    }
+
     /// Starts a stream session (SPEC §11.1) on this pack.
     pub fn stream(&self, opts: StreamOptions) -> StreamSession<'_> {
         let plan = self.live.get_or_init(|| LivePlan::new(self));

@@ -16,7 +16,8 @@ use axum::extract::{Request, State};
 use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE};
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use serde_json::{json, Map, Value};
+use serde::Serialize;
+use serde_json::{Map, Value};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -125,9 +126,52 @@ pub(super) async fn evaluate_stream(State(state): State<AppStateRef>, req: Reque
     resp
 }
 
-fn event(value: &Value) -> Bytes {
+/// A release event (fields in the order of SPEC §11.2).
+#[derive(Serialize)]
+struct ReleaseEvent<'a> {
+    chunk_index: usize,
+    consumed: usize,
+    text: &'a str,
+    redacted: bool,
+    blocked: bool,
+    reason: Option<&'a str>,
+}
+
+/// The blocked event.
+#[derive(Serialize)]
+struct BlockedEvent<'a> {
+    chunk_index: usize,
+    consumed: usize,
+    text: &'a str,
+    redacted: bool,
+    blocked: bool,
+    reason: &'a str,
+    action: &'a str,
+    triggers: Vec<EventTrigger<'a>>,
+}
+
+#[derive(Serialize)]
+struct EventTrigger<'a> {
+    rule_id: &'a str,
+    severity: &'a str,
+}
+
+/// The last event: the decision of the whole text.
+#[derive(Serialize)]
+struct DoneEvent<'a> {
+    done: bool,
+    action: &'a str,
+    severity: Option<&'a str>,
+    reason: Option<&'a str>,
+    receipt_hash: &'a str,
+    pack_id: &'a str,
+    generation: u64,
+    latency_us: f64,
+}
+
+fn event(value: &impl Serialize) -> Bytes {
     let mut out = b"data: ".to_vec();
-    // A `Value` always serialises.
+    // These structs of strings and numbers always serialise.
     out.extend(serde_json::to_vec(value).unwrap_or_default());
     out.extend_from_slice(b"\n\n");
     Bytes::from(out)
@@ -165,21 +209,37 @@ fn run_session(
             session.push(piece)
         };
         let consumed = session.pushed_chars();
-        let value = match session.blocked() {
-            Some(b) => json!({
-                "chunk_index": index, "consumed": consumed, "text": "", "redacted": false,
-                "blocked": true, "reason": b.reason, "action": b.action,
-                "triggers": b.triggers.iter().map(|(id, sev)| json!({"rule_id": id, "severity": sev.as_str()})).collect::<Vec<_>>(),
+        let bytes = match session.blocked() {
+            Some(b) => event(&BlockedEvent {
+                chunk_index: index,
+                consumed,
+                text: "",
+                redacted: false,
+                blocked: true,
+                reason: b.reason,
+                action: b.action,
+                triggers: b
+                    .triggers
+                    .iter()
+                    .map(|&(rule_id, severity)| EventTrigger {
+                        rule_id,
+                        severity: severity.as_str(),
+                    })
+                    .collect(),
             }),
             None if released.text.is_empty() => continue,
-            None => json!({
-                "chunk_index": index, "consumed": consumed, "text": released.text,
-                "redacted": released.redacted, "blocked": false, "reason": null,
+            None => event(&ReleaseEvent {
+                chunk_index: index,
+                consumed,
+                text: &released.text,
+                redacted: released.redacted,
+                blocked: false,
+                reason: None,
             }),
         };
         index += 1;
         let sent = Instant::now();
-        let ok = send(event(&value));
+        let ok = send(bytes);
         sending += sent.elapsed();
         if !ok {
             return;
@@ -190,22 +250,23 @@ fn run_session(
     let blocked = session.blocked().is_some();
     state.metrics.observe_decision(&decision);
     state.metrics.observe_stream_session(&pack.pack_id, blocked);
-    let done = json!({
-        "done": true,
-        "action": decision.action,
-        "severity": decision.severity.map(Severity::as_str),
-        "reason": decision.reason,
-        "receipt_hash": decision.receipt_hash,
-        "pack_id": decision.pack_id,
-        "generation": generation.number,
-        "latency_us": latency_us,
+    let done = event(&DoneEvent {
+        done: true,
+        action: decision.action,
+        severity: decision.severity.map(Severity::as_str),
+        reason: decision.reason,
+        receipt_hash: &decision.receipt_hash,
+        pack_id: decision.pack_id,
+        generation: generation.number,
+        latency_us,
     });
-    send(event(&done));
+    send(done);
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn obj(v: Value) -> Map<String, Value> {
         v.as_object().cloned().unwrap_or_default()
