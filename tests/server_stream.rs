@@ -24,6 +24,10 @@ struct Setup {
 }
 
 fn setup() -> Setup {
+    setup_with(|_| {})
+}
+
+fn setup_with(tweak: impl FnOnce(&mut Config)) -> Setup {
     let fx = Fixture::new();
     let license = fx.license();
     let packs_dir = fx.path().join("packs");
@@ -32,6 +36,7 @@ fn setup() -> Setup {
     config.license = Some(license);
     config.issuer_keys = Some(fx.issuer_dir.clone());
     config.default_pack = Some(PII_PACK.into());
+    tweak(&mut config);
     let generation = Generation::load(&Sources::from_config(&config), 1).unwrap();
     let state = AppState::new(config, Some(generation)).unwrap();
     let app = router(Arc::clone(&state));
@@ -226,6 +231,42 @@ async fn errors_before_the_stream_starts_are_json() {
         let v: Value = serde_json::from_str(&text).unwrap();
         assert_eq!(v["error"], name);
     }
+}
+
+#[tokio::test]
+async fn a_stream_holds_its_concurrency_slot_until_its_body_ends() {
+    let s = setup_with(|c| c.limits.max_concurrency = 1);
+    let req = |path: &str, body: &str| {
+        Request::post(path)
+            .header("content-type", "application/json")
+            .body(Body::from(body.to_string()))
+            .unwrap()
+    };
+    let long = format!(r#"{{"text": "{}", "chunk_size": 1}}"#, "word ".repeat(2000));
+    let streaming = s
+        .app
+        .clone()
+        .oneshot(req("/v1/evaluate/stream", &long))
+        .await
+        .unwrap();
+    assert_eq!(streaming.status(), StatusCode::OK);
+    // The body is not read yet: the one slot is taken.
+    let busy = s
+        .app
+        .clone()
+        .oneshot(req("/evaluate", r#"{"text": "x"}"#))
+        .await
+        .unwrap();
+    assert_eq!(busy.status(), StatusCode::SERVICE_UNAVAILABLE);
+    let body = streaming.into_body().collect().await.unwrap().to_bytes();
+    assert!(String::from_utf8_lossy(&body).contains("\"done\":true"));
+    let free = s
+        .app
+        .clone()
+        .oneshot(req("/evaluate", r#"{"text": "x"}"#))
+        .await
+        .unwrap();
+    assert_eq!(free.status(), StatusCode::OK);
 }
 
 #[test]

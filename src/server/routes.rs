@@ -493,6 +493,20 @@ async fn concurrency(State(state): State<AppStateRef>, req: Request, next: Next)
         },
     };
     let resp = next.run(req).await;
+    let streaming = resp
+        .headers()
+        .get(CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"));
+    if streaming {
+        // A stream's work goes on while its body is sent: the slot is held
+        // until the body ends (or the client goes away).
+        let (parts, body) = resp.into_parts();
+        let body = http_body_util::BodyExt::map_frame(body, move |frame| {
+            let _held = &permit;
+            frame
+        });
+        return Response::from_parts(parts, Body::new(body));
+    }
     drop(permit);
     resp
 }

@@ -19,7 +19,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use serde_json::{Map, Value};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// Default piece size, in code points.
 pub const DEFAULT_CHUNK_SIZE: usize = 16;
@@ -36,9 +36,14 @@ struct StreamRequest {
 fn uint_field(obj: &Map<String, Value>, key: &str, min: u64) -> Result<Option<usize>, String> {
     match obj.get(key) {
         None | Some(Value::Null) => Ok(None),
-        Some(Value::Number(n)) => match n.as_u64().filter(|v| *v >= min) {
-            Some(v) => Ok(Some(usize::try_from(v).unwrap_or(usize::MAX))),
-            None => Err(format!("`{key}` must be an integer ≥ {min}")),
+        // JSON has one number type: 16.0 is the integer 16 (as JSON Schema says).
+        Some(Value::Number(n)) => match n.as_u64().or_else(|| {
+            n.as_f64()
+                .filter(|f| f.fract() == 0.0 && *f >= 0.0 && *f < 2f64.powi(53))
+                .map(|f| f as u64)
+        }) {
+            Some(v) if v >= min => Ok(Some(usize::try_from(v).unwrap_or(usize::MAX))),
+            _ => Err(format!("`{key}` must be an integer ≥ {min}")),
         },
         Some(other) => Err(format!(
             "`{key}` must be an integer ≥ {min}, not {}",
@@ -102,12 +107,16 @@ pub(super) async fn evaluate_stream(State(state): State<AppStateRef>, req: Reque
     };
     let (tx, rx) = tokio::sync::mpsc::channel::<Bytes>(EVENT_BUFFER);
     let state = Arc::clone(&state);
+    let runtime = tokio::runtime::Handle::current();
+    let patience = Duration::from_millis(state.config.limits.request_timeout_ms);
     // The session is CPU work: it runs off the async workers, with the one
     // generation it started with, whatever reloads happen meanwhile.
     tokio::task::spawn_blocking(move || {
         if let Some(pack) = generation.packs.get(&pack_id) {
+            // A client that stops reading for `request_timeout_ms` ends its
+            // stream: it cannot pin a thread and a slot.
             run_session(&state, &generation, pack, &text, request, |event| {
-                tx.blocking_send(event).is_ok()
+                runtime.block_on(tx.send_timeout(event, patience)).is_ok()
             });
         }
     });
@@ -293,6 +302,15 @@ mod tests {
             (r.chunk_size, r.opts.block_on_fatal, r.opts.lookahead_chars),
             (4, false, 28)
         );
+        let r = stream_request(
+            &obj(json!({"chunk_size": 4.0, "block_on_fatal": null, "lookahead_chars": null})),
+            9,
+        )
+        .unwrap();
+        assert_eq!(
+            (r.chunk_size, r.opts.block_on_fatal, r.opts.lookahead_chars),
+            (4, true, 0)
+        );
         for (body, msg) in [
             (
                 json!({"chunk_size": 0}),
@@ -304,6 +322,10 @@ mod tests {
             ),
             (
                 json!({"chunk_size": 1.5}),
+                "`chunk_size` must be an integer ≥ 1",
+            ),
+            (
+                json!({"chunk_size": 0.0}),
                 "`chunk_size` must be an integer ≥ 1",
             ),
             (
