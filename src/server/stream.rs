@@ -33,7 +33,11 @@ struct StreamRequest {
     opts: StreamOptions,
 }
 
+/// Largest `chunk_size` and `lookahead_chars` (a body holds at most 1 MiB).
+pub const MAX_STREAM_OPTION: u64 = 1 << 20;
+
 fn uint_field(obj: &Map<String, Value>, key: &str, min: u64) -> Result<Option<usize>, String> {
+    let max = MAX_STREAM_OPTION;
     match obj.get(key) {
         None | Some(Value::Null) => Ok(None),
         // JSON has one number type: 16.0 is the integer 16 (as JSON Schema says).
@@ -42,11 +46,13 @@ fn uint_field(obj: &Map<String, Value>, key: &str, min: u64) -> Result<Option<us
                 .filter(|f| f.fract() == 0.0 && *f >= 0.0 && *f < 2f64.powi(53))
                 .map(|f| f as u64)
         }) {
-            Some(v) if v >= min => Ok(Some(usize::try_from(v).unwrap_or(usize::MAX))),
-            _ => Err(format!("`{key}` must be an integer ≥ {min}")),
+            Some(v) if (min..=max).contains(&v) => {
+                Ok(Some(usize::try_from(v).unwrap_or(usize::MAX)))
+            }
+            _ => Err(format!("`{key}` must be an integer from {min} to {max}")),
         },
         Some(other) => Err(format!(
-            "`{key}` must be an integer ≥ {min}, not {}",
+            "`{key}` must be an integer from {min} to {max}, not {}",
             type_name(other)
         )),
     }
@@ -314,27 +320,35 @@ mod tests {
         for (body, msg) in [
             (
                 json!({"chunk_size": 0}),
-                "`chunk_size` must be an integer ≥ 1",
+                "`chunk_size` must be an integer from 1 to 1048576",
             ),
             (
                 json!({"chunk_size": -3}),
-                "`chunk_size` must be an integer ≥ 1",
+                "`chunk_size` must be an integer from 1 to 1048576",
             ),
             (
                 json!({"chunk_size": 1.5}),
-                "`chunk_size` must be an integer ≥ 1",
+                "`chunk_size` must be an integer from 1 to 1048576",
+            ),
+            (
+                json!({"lookahead_chars": 36_893_488_147_419_103_233.0_f64}),
+                "`lookahead_chars` must be an integer from 0 to 1048576",
+            ),
+            (
+                json!({"chunk_size": 1_048_577}),
+                "`chunk_size` must be an integer from 1 to 1048576",
             ),
             (
                 json!({"chunk_size": 0.0}),
-                "`chunk_size` must be an integer ≥ 1",
+                "`chunk_size` must be an integer from 1 to 1048576",
             ),
             (
                 json!({"chunk_size": "4"}),
-                "`chunk_size` must be an integer ≥ 1, not a string",
+                "`chunk_size` must be an integer from 1 to 1048576, not a string",
             ),
             (
                 json!({"lookahead_chars": -1}),
-                "`lookahead_chars` must be an integer ≥ 0",
+                "`lookahead_chars` must be an integer from 0 to 1048576",
             ),
             (
                 json!({"block_on_fatal": "yes"}),
