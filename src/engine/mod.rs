@@ -362,16 +362,10 @@ impl Evaluator {
     /// every rule, FATAL ones included, replaced by the §6.3 sweep (what a
     /// stream session releases in all when it is not blocked).
     pub fn redacted_text(&self, text: &str) -> String {
-        let candidates = self.candidates(text);
-        if candidates.is_empty() {
+        let found = self.matches(text);
+        if found.is_empty() {
             return text.to_string();
         }
-        let mut caches = self
-            .idle_caches()
-            .pop()
-            .unwrap_or_else(|| self.new_caches());
-        let found = self.search(text, candidates, &mut caches);
-        self.idle_caches().push(caches);
         let mut items: Vec<Item<'_>> = Vec::new();
         for (i, spans) in found.iter().enumerate() {
             let (key, placeholder) = self.redaction_key(i);
@@ -406,10 +400,12 @@ impl Evaluator {
             .collect()
     }
 
-    fn decide(&self, text: &str) -> Decision<'_> {
+    /// Every matcher's spans in `text` (empty when no matcher can match),
+    /// searched with an idle cache set.
+    fn matches(&self, text: &str) -> Vec<Vec<(usize, usize)>> {
         let candidates = self.candidates(text);
         if candidates.is_empty() {
-            return self.finish(text, Vec::new(), None, text.to_string());
+            return Vec::new();
         }
         let mut caches = self
             .idle_caches()
@@ -417,10 +413,15 @@ impl Evaluator {
             .unwrap_or_else(|| self.new_caches());
         let found = self.search(text, candidates, &mut caches);
         self.idle_caches().push(caches);
-        let ascii = text.is_ascii();
+        found
+    }
+
+    fn decide(&self, text: &str) -> Decision<'_> {
+        let found = self.matches(text);
         if found.iter().all(Vec::is_empty) {
             return self.finish(text, Vec::new(), None, text.to_string());
         }
+        let ascii = text.is_ascii();
 
         let mut triggers: Vec<Trigger<'_>> = Vec::new();
         // Byte spans of WARNING triggers for redaction: (start, end, order, placeholder).

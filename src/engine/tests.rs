@@ -2,13 +2,13 @@ use super::*;
 use crate::playbook::parse_document;
 use crate::rules::check_declarations;
 
-fn evaluator(yaml: &str) -> Evaluator {
+pub(crate) fn evaluator(yaml: &str) -> Evaluator {
     let d = parse_document(yaml.as_bytes(), "t").unwrap();
     let rules = check_declarations(&d.doc, "t").unwrap();
     Evaluator::new("t.p.v1", "1", &rules).unwrap()
 }
 
-fn builtin_only() -> Evaluator {
+pub(crate) fn builtin_only() -> Evaluator {
     evaluator("pack_id: t.p.v1\n")
 }
 

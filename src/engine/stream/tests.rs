@@ -1,17 +1,6 @@
 use super::*;
+use crate::engine::tests::{builtin_only, evaluator};
 use crate::engine::PERMIT_ACTION;
-use crate::playbook::parse_document;
-use crate::rules::check_declarations;
-
-fn evaluator(yaml: &str) -> Evaluator {
-    let d = parse_document(yaml.as_bytes(), "t").unwrap();
-    let rules = check_declarations(&d.doc, "t").unwrap();
-    Evaluator::new("t.p.v1", "1", &rules).unwrap()
-}
-
-fn builtin_only() -> Evaluator {
-    evaluator("pack_id: t.p.v1\n")
-}
 
 /// Pushes `text` in pieces of `size` code points; returns the releases
 /// (the finish's last) and the session's blocked action.
