@@ -461,6 +461,8 @@ pub struct StreamSession<'e> {
     pending: Vec<Pending<'e>>,
     /// Reused between pushes: (last non-inner byte, rule) pairs.
     scratch: Vec<(usize, usize)>,
+    /// Reused between pushes: the rules with threads or unsearched starts.
+    busy: Vec<usize>,
     /// Trigger slots with committed matches.
     fired: Vec<bool>,
     pushed_chars: usize,
@@ -547,6 +549,7 @@ impl Evaluator {
                 .collect(),
             pending: Vec::new(),
             scratch: Vec::new(),
+            busy: Vec::new(),
             fired: vec![false; plan.slots.len()],
             pushed_chars: 0,
             released_chars: 0,
@@ -652,10 +655,21 @@ impl<'e> StreamSession<'e> {
                 self.advance_all(from, n, live);
             }
         }
+        // Rules with live threads or unsearched starts; the others are
+        // settled up to `n` at once.
+        let mut busy = std::mem::take(&mut self.busy);
+        busy.clear();
+        for (i, st) in self.rules.iter_mut().enumerate() {
+            if st.threads.is_empty() && st.dirty.is_none() && self.plan.rules[i].dfa.is_some() {
+                st.p = st.p.max(n);
+            } else {
+                busy.push(i);
+            }
+        }
         if !eoi {
-            for (i, cache) in live.0.iter_mut().enumerate() {
+            for &i in &busy {
                 if !self.rules[i].threads.is_empty() {
-                    self.drop_terminal(i, cache.as_mut());
+                    self.drop_terminal(i, live.0[i].as_mut());
                 }
             }
         }
@@ -663,13 +677,14 @@ impl<'e> StreamSession<'e> {
         // in the unsettled text (a match lies inside it). Computed only when
         // some rule has a match to look for.
         let searching = |r: &RuleState, has_dfa: bool| r.dirty.is_some() || !has_dfa;
-        let mask = (0..self.rules.len())
-            .any(|i| searching(&self.rules[i], self.plan.rules[i].dfa.is_some()))
+        let mask = busy
+            .iter()
+            .any(|&i| searching(&self.rules[i], self.plan.rules[i].dfa.is_some()))
             .then(|| {
                 let min_p = self.rules.iter().map(|r| r.p).min().unwrap_or(n);
                 self.ev.required.scan(&self.buf.as_bytes()[min_p..n])
             });
-        for (i, cache) in live.0.iter_mut().enumerate() {
+        for &i in &busy {
             let st = &mut self.rules[i];
             if st.threads.is_empty() && !searching(st, self.plan.rules[i].dfa.is_some()) {
                 // Nothing live, nothing to search: every start is settled.
@@ -679,8 +694,9 @@ impl<'e> StreamSession<'e> {
             let candidate = mask
                 .as_ref()
                 .is_some_and(|m| m[i / 64] & (1 << (i % 64)) != 0);
-            fatal |= self.commit(i, n, eoi, candidate, caches, cache.as_mut());
+            fatal |= self.commit(i, n, eoi, candidate, caches, live.0[i].as_mut());
         }
+        self.busy = busy;
         if fatal && self.opts.block_on_fatal {
             self.block_on_fired();
             return Released::default();
@@ -1011,6 +1027,20 @@ impl<'e> StreamSession<'e> {
 
     /// Releases the settled text before `q` (and after the last release).
     fn release(&mut self, q: usize, n: usize, eoi: bool) -> Released {
+        if self.pending.is_empty() && (self.opts.lookahead_chars == 0 || eoi) {
+            // Nothing to redact: the settled text goes out as it is.
+            if q <= self.head {
+                return Released::default();
+            }
+            let text = self.buf[self.head..q].to_string();
+            self.released_chars += text.chars().count();
+            self.head = q;
+            self.compact();
+            return Released {
+                text,
+                redacted: false,
+            };
+        }
         let regions = if self.pending.is_empty() {
             Vec::new()
         } else {
