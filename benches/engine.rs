@@ -3,6 +3,9 @@
 //! `cargo bench --bench engine`; results and ratios go to BENCHMARKS.md.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
+mod common;
+
+use common::fill;
 use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
 use helixor::playbook::parse_document;
 use helixor::rules::check_declarations;
@@ -36,19 +39,6 @@ Réunion à neuf heures, ordre du jour ci-joint. ";
 const PII: &str =
     "SSN 123-45-6789, card 4111 1111 1111 1111, MRN: 12345678, mail jane.doe@example.com, \
 call (212) 555-0199 or 415.555.0123, host 192.168.10.20, ticket TCK-004211, acct ACCT-12345678. ";
-
-fn fill(unit: &str, bytes: usize) -> String {
-    let mut s = String::with_capacity(bytes + unit.len());
-    while s.len() < bytes {
-        s.push_str(unit);
-    }
-    let mut end = bytes;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    s.truncate(end);
-    s
-}
 
 fn evaluator() -> Evaluator {
     let doc = parse_document(PLAYBOOK.as_bytes(), "bench").unwrap().doc;

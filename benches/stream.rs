@@ -5,6 +5,9 @@
 //! `cargo bench --bench stream`; results go to BENCHMARKS.md.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
+mod common;
+
+use common::fill;
 use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use helixor::engine::StreamOptions;
 use helixor::playbook::parse_document;
@@ -31,19 +34,6 @@ const REPLY: &str =
 The outage on the 3rd affected servers in two regions; 97.5% of requests were served normally. \
 You can follow the status page for updates, and our team lead, Jane Doe (jane.doe@example.com), \
 will follow up by Friday. Let me know if anything else is unclear. ";
-
-fn fill(unit: &str, bytes: usize) -> String {
-    let mut s = String::with_capacity(bytes + unit.len());
-    while s.len() < bytes {
-        s.push_str(unit);
-    }
-    let mut end = bytes;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    s.truncate(end);
-    s
-}
 
 /// Cuts `text` into pieces of about `size` bytes, at code-point boundaries.
 fn pieces(text: &str, size: usize) -> Vec<&str> {

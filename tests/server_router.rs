@@ -231,6 +231,9 @@ async fn bad_bodies_are_400_and_never_echo_the_payload() {
         format!(r#"{{"text": "{secret}", "pack_id": ["{secret}"]}}"#),
         String::new(),
         "\u{0}\u{1}".to_string(),
+        // Two `text`s: two parsers could judge different ones (SPEC §9.1).
+        format!(r#"{{"text": "ok", "text": "{secret}"}}"#),
+        format!(r#"{{"text": "{secret}", "pack_id": "a", "pack_id": "b"}}"#),
     ] {
         let r = post_json(&s.app, "/evaluate", &body).await;
         assert_eq!(r.status, StatusCode::BAD_REQUEST, "{body}: {}", r.text);

@@ -231,6 +231,17 @@ async fn errors_before_the_stream_starts_are_json() {
         let v: Value = serde_json::from_str(&text).unwrap();
         assert_eq!(v["error"], name);
     }
+    // Two `text`s in one body: refused before anything is streamed.
+    let req = Request::post("/v1/evaluate/stream")
+        .header("content-type", "application/json")
+        .body(Body::from(r#"{"text": "ok", "text": "SSN 123-45-6789"}"#))
+        .unwrap();
+    let resp = s.app.clone().oneshot(req).await.unwrap();
+    assert_eq!(resp.status(), StatusCode::BAD_REQUEST);
+    let bytes = resp.into_body().collect().await.unwrap().to_bytes();
+    let v: Value = serde_json::from_slice(&bytes).unwrap();
+    assert_eq!(v["error"], "InvalidRequestError");
+    assert!(!v["message"].as_str().unwrap().contains("123-45"), "{v}");
 }
 
 #[tokio::test]

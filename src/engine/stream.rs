@@ -76,7 +76,7 @@ use regex_automata::nfa::thompson;
 use regex_automata::util::look::{Look, LookMatcher};
 use regex_automata::util::{start, syntax};
 use regex_automata::{Anchored, Input, MatchKind};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 /// Default of `stream.max_holdback_chars`.
 pub const DEFAULT_MAX_HOLDBACK_CHARS: usize = 65_536;
@@ -335,12 +335,14 @@ const MAX_EXPLORED_STATES: usize = 2048;
 /// too large to explore.
 fn inner_bytes(dfa: &DFA) -> Option<[bool; 256]> {
     let mut cache = dfa.create_cache();
-    let mut seen: Vec<LazyStateID> = Vec::new();
+    // States to explore, in order, and the set of those already queued.
+    let mut queue: Vec<LazyStateID> = Vec::new();
+    let mut seen: HashSet<LazyStateID> = HashSet::new();
     for lb in std::iter::once(None).chain((0..=255u8).map(Some)) {
         let cfg = start::Config::new().anchored(Anchored::Yes).look_behind(lb);
         let sid = dfa.start_state(&mut cache, &cfg).ok()?;
-        if !seen.contains(&sid) {
-            seen.push(sid);
+        if seen.insert(sid) {
+            queue.push(sid);
         }
     }
     let classes = dfa.byte_classes();
@@ -348,11 +350,12 @@ fn inner_bytes(dfa: &DFA) -> Option<[bool; 256]> {
         .representatives(0..=255)
         .filter_map(|u| u.as_u8())
         .collect();
-    let mut inner = [false; 256];
+    // Byte classes (at most 256) through which a partial match goes on.
+    let mut inner_class = [false; 256];
     let mut terminal: HashMap<LazyStateID, bool> = HashMap::new();
     let mut k = 0;
-    while k < seen.len() {
-        let sid = seen[k];
+    while k < queue.len() {
+        let sid = queue[k];
         k += 1;
         for &b in &reps {
             let next = dfa.next_state(&mut cache, sid, b).ok()?;
@@ -368,24 +371,23 @@ fn inner_bytes(dfa: &DFA) -> Option<[bool; 256]> {
                 }
             };
             if !t {
-                let class = classes.get(b);
-                for (c, slot) in inner.iter_mut().enumerate() {
-                    if u8::try_from(c).is_ok_and(|c| classes.get(c) == class) {
-                        *slot = true;
-                    }
-                }
+                inner_class[usize::from(classes.get(b))] = true;
             }
-            if !seen.contains(&next) {
-                if seen.len() >= MAX_EXPLORED_STATES {
+            if seen.insert(next) {
+                if queue.len() >= MAX_EXPLORED_STATES {
                     return None;
                 }
-                seen.push(next);
+                queue.push(next);
             }
         }
         // A cleared cache invalidates the collected state ids.
         if cache.clear_count() > 0 {
             return None;
         }
+    }
+    let mut inner = [false; 256];
+    for (b, slot) in (0..=255u8).zip(inner.iter_mut()) {
+        *slot = inner_class[usize::from(classes.get(b))];
     }
     Some(inner)
 }

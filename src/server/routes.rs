@@ -578,8 +578,87 @@ pub(super) async fn read_json(req: Request, limit: usize) -> Result<Value, ApiEr
             ApiError::bad_request("the request body could not be read")
         }
     })?;
-    serde_json::from_slice(&bytes)
+    parse_strict(&bytes)
         .map_err(|e| ApiError::bad_request(format!("the body is not valid JSON: {e}")))
+}
+
+/// Parses JSON, refusing an object with a key twice (SPEC §9.1): two
+/// parsers must never disagree on which `text` was judged.
+fn parse_strict(bytes: &[u8]) -> Result<Value, serde_json::Error> {
+    use serde::de::DeserializeSeed;
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let value = Strict.deserialize(&mut de)?;
+    de.end()?;
+    Ok(value)
+}
+
+/// A `Value` seed whose objects refuse duplicate keys.
+struct Strict;
+
+impl<'de> serde::de::DeserializeSeed<'de> for Strict {
+    type Value = Value;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        d.deserialize_any(Strict)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Strict {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+
+    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_string()))
+    }
+
+    fn visit_string<E>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
+    }
+
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut items = Vec::new();
+        while let Some(v) = seq.next_element_seed(Strict)? {
+            items.push(v);
+        }
+        Ok(Value::Array(items))
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut obj = Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            let value = map.next_value_seed(Strict)?;
+            if obj.contains_key(&key) {
+                // The key is the client's own field name, not payload text,
+                // but it is not echoed either.
+                return Err(serde::de::Error::custom("an object has the same key twice"));
+            }
+            obj.insert(key, value);
+        }
+        Ok(Value::Object(obj))
+    }
 }
 
 pub(super) fn as_object<'v>(v: &'v Value, what: &str) -> Result<&'v Map<String, Value>, String> {

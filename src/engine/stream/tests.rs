@@ -202,3 +202,17 @@ fn a_health_prefix_then_a_space_stays_held_until_the_digits_decide() {
     assert_eq!(s.push("1234567 ").text, "");
     assert_eq!(s.blocked().unwrap().action, "block_hipaa_phi_leakage");
 }
+
+#[test]
+fn a_pattern_with_many_dfa_states_streams_exactly() {
+    // Counted repetitions make thousands of DFA states: the load-time
+    // exploration gives up at its cap (every byte counts as inner) and the
+    // session still releases exactly W(T).
+    let e = evaluator(
+        "pack_id: t\nrules:\n  - {id: runs, type: regex, pattern: '[a-z]{1,40}x[a-z]{1,40}', action: redact}\n",
+    );
+    let text = "abc and qqqqxqqq then zzz";
+    let (out, _) = run(&e, text, 3, StreamOptions::default());
+    assert_eq!(out.concat(), e.redacted_text(text));
+    assert_eq!(out.concat(), "abc and [REDACTED_RUNS] then zzz");
+}
