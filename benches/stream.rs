@@ -90,14 +90,23 @@ fn once() -> bool {
         block_on_fatal: false,
         ..StreamOptions::default()
     };
+    // `HELIXOR_BENCH_REPEAT=N` repeats the run, for `perf record`.
+    let repeat = std::env::var("HELIXOR_BENCH_REPEAT")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(1);
     match mode.as_str() {
         "eval" => {
-            black_box(e.evaluate(&mib));
+            for _ in 0..repeat {
+                black_box(e.evaluate(&mib));
+            }
         }
         "none" => {}
         size => {
             let parts = pieces(&mib, size.parse().unwrap());
-            black_box(stream(&e, &parts, opts));
+            for _ in 0..repeat {
+                black_box(stream(&e, &parts, opts));
+            }
         }
     }
     true

@@ -4,12 +4,14 @@
 #
 #   1. hadolint on the Dockerfile: nothing at warning level or above;
 #   2. kubernetes-validate --strict on every manifest under deploy/
-#      (kustomization.yaml files are not Kubernetes objects and are skipped;
+#      (kustomization.yaml files and *-patch.yaml patches are not whole
+#      Kubernetes objects and are skipped;
 #      so are custom resources such as the ServiceMonitor, which have no
 #      schema in kubernetes-validate), against the newest Kubernetes version
 #      it ships;
 #   3. `kubectl kustomize` (kustomize built into kubectl, no cluster needed)
-#      on deploy/, deploy/sidecar/ and deploy/overlays/servicemonitor/, and
+#      on deploy/, deploy/sidecar/, deploy/sidecar/litellm/ and
+#      deploy/overlays/servicemonitor/, and
 #      kubernetes-validate on each expansion (the ServiceMonitor's unknown-
 #      schema warning is the only one tolerated);
 #   4. cross-checks between the manifests: ports, probe routes, the mount
@@ -94,6 +96,8 @@ fi
 for f in "${manifests[@]}"; do
   case "$(basename "$f")" in
     kustomization.yaml | kustomization.yml) continue ;;
+    # Strategic-merge patches are partial objects: checked in their expansion below.
+    *-patch.yaml) echo "skip $f (a kustomize patch; checked through kustomize below)"; continue ;;
   esac
   if grep -qE '^apiVersion:[[:space:]]*monitoring\.coreos\.com/' "$f"; then
     echo "skip $f (custom resource: no schema in kubernetes-validate; checked through kustomize below)"
@@ -105,7 +109,7 @@ done
 echo "==> kustomize expansions (kubectl kustomize)"
 rm -rf "$render"
 mkdir -p "$render"
-for dir in deploy deploy/sidecar deploy/overlays/servicemonitor; do
+for dir in deploy deploy/sidecar deploy/sidecar/litellm deploy/overlays/servicemonitor; do
   name="$(tr '/' '-' <<<"$dir").yaml"
   if out="$("$kubectl" kustomize "$dir" 2>&1 > "$render/$name")"; then
     validate "kubectl kustomize $dir" "$render/$name" ServiceMonitor

@@ -322,15 +322,15 @@ fn deployment_probes_mounts_and_config_match_the_binary() {
 #[test]
 fn sidecar_gateway_calls_the_served_evaluate_route_on_loopback() {
     check_deployment(
-        "deploy/sidecar/deployment.yaml",
-        "deploy/sidecar/configmap-config.yaml",
+        "deploy/sidecar/base/deployment.yaml",
+        "deploy/sidecar/base/configmap-config.yaml",
     );
-    let cfg = configmap_config("deploy/sidecar/configmap-config.yaml");
+    let cfg = configmap_config("deploy/sidecar/base/configmap-config.yaml");
     assert!(
         cfg.listen.ip().is_loopback(),
         "the sidecar listens on loopback only"
     );
-    let dep = yaml("deploy/sidecar/deployment.yaml");
+    let dep = yaml("deploy/sidecar/base/deployment.yaml");
     let gateway = dep["spec"]["template"]["spec"]["containers"]
         .as_sequence()
         .unwrap()
@@ -354,4 +354,37 @@ fn sidecar_gateway_calls_the_served_evaluate_route_on_loopback() {
         served("POST", &path),
         "the gateway calls {path}, which is not served"
     );
+}
+
+#[test]
+fn litellm_sidecar_guardrail_points_at_the_sidecar_and_a_mounted_pack() {
+    let cfg = configmap_config("deploy/sidecar/base/configmap-config.yaml");
+    let cm = yaml("deploy/sidecar/litellm/configmap-litellm.yaml");
+    let litellm: Value = serde_yaml::from_str(cm["data"]["config.yaml"].as_str().unwrap()).unwrap();
+    let guardrails = litellm["guardrails"].as_sequence().unwrap();
+    assert_eq!(guardrails.len(), 1);
+    let p = &guardrails[0]["litellm_params"];
+    assert_eq!(p["guardrail"], "generic_guardrail_api");
+    assert_eq!(strs(&p["mode"]), ["pre_call", "post_call"]);
+    assert_eq!(p["streaming_transform_mode"], "incremental_diff");
+    assert_eq!(p["unreachable_fallback"], "fail_closed");
+    assert_eq!(p["default_on"], true);
+    // LiteLLM appends the route to api_base.
+    let base = p["api_base"].as_str().unwrap();
+    assert_eq!(base, format!("http://{}", cfg.listen));
+    assert!(served("POST", "/beta/litellm_basic_guardrail_api"));
+    // The pack it names is one the pod mounts.
+    let pack = p["additional_provider_specific_params"]["pack_id"]
+        .as_str()
+        .unwrap();
+    let dep = yaml("deploy/sidecar/base/deployment.yaml");
+    let mounted = serde_yaml::to_string(&dep["spec"]["template"]["spec"]["volumes"]).unwrap();
+    assert!(mounted.contains(&format!("packs/{pack}.hxpack")), "{pack}");
+    // The patch turns the gateway container into the proxy, reading that file.
+    let patch = yaml("deploy/sidecar/litellm/deployment-patch.yaml");
+    let gateway = &patch["spec"]["template"]["spec"]["containers"][0];
+    assert_eq!(gateway["name"], "gateway");
+    let args = strs(&gateway["args"]);
+    assert_eq!(args[..2], ["--config", "/etc/litellm/config.yaml"]);
+    assert_eq!(gateway["volumeMounts"][0]["mountPath"], "/etc/litellm");
 }

@@ -369,12 +369,42 @@ async fn real_answers_validate_against_the_document() {
             validate(&c.doc, &schema, e, "event").unwrap();
         }
     }
+    // LiteLLM's guardrail calls, as LiteLLM 1.108.7 sends them.
+    let litellm = "/beta/litellm_basic_guardrail_api";
+    for (body, want) in [
+        (
+            r#"{"input_type": "request", "texts": ["mail bob@example.com", "TCK-123456"], "litellm_call_id": "c1", "structured_messages": null, "additional_provider_specific_params": {"pack_id": "custom.test_ids.v1"}, "model": "fake"}"#,
+            200,
+        ),
+        (
+            r#"{"input_type": "response", "texts": ["Hi bob@exa"], "additional_provider_specific_params": {"pack_id": "compliance.regulatory_pii_guard.v1"}}"#,
+            200,
+        ),
+        (
+            r#"{"input_type": "response", "texts": ["SSN 123-45-6789"], "additional_provider_specific_params": {"pack_id": "compliance.regulatory_pii_guard.v1"}}"#,
+            200,
+        ),
+        (
+            r#"{"input_type": "request", "texts": null, "additional_provider_specific_params": {"pack_id": "custom.test_ids.v1"}}"#,
+            200,
+        ),
+        (r#"{"input_type": "request", "texts": []}"#, 400),
+        (r#"{"input_type": "prompt", "texts": []}"#, 400),
+        (
+            r#"{"input_type": "request", "texts": [], "additional_provider_specific_params": {"pack_id": "nope"}}"#,
+            404,
+        ),
+    ] {
+        let (s, _) = c.check(&app, post(litellm, body)).await;
+        assert_eq!(s, want, "{body}");
+    }
     let big = format!(r#"{{"text": "{}"}}"#, "x".repeat(5000));
     for path in [
         "/evaluate",
         "/v1/evaluate",
         "/evaluate/batch",
         "/v1/evaluate/stream",
+        litellm,
     ] {
         assert_eq!(c.check(&app, post(path, &big)).await.0, 413);
         let req = Request::post(path).body(Body::from("{}")).unwrap();
@@ -412,6 +442,10 @@ async fn real_answers_validate_against_the_document() {
             r#"{"text": "x", "pack_id": "custom.test_ids.v1"}"#,
         ),
         ("/evaluate/batch", r#"{"items": []}"#),
+        (
+            "/beta/litellm_basic_guardrail_api",
+            r#"{"input_type": "request", "texts": ["x"]}"#,
+        ),
     ] {
         assert_eq!(c.check(&app, post(path, body)).await.0, 503);
     }

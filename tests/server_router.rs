@@ -802,3 +802,109 @@ async fn concurrency_limit_503_and_timeout_503() {
     let r = post_json(&s.app, "/evaluate", r#"{"text":"x"}"#).await;
     assert_eq!(r.status, StatusCode::OK);
 }
+
+fn litellm_call(body: &str, headers: &[(&str, &str)]) -> Request<Body> {
+    let mut b = Request::post("/beta/litellm_basic_guardrail_api")
+        .header("content-type", "application/json");
+    for (k, v) in headers {
+        b = b.header(*k, *v);
+    }
+    b.body(Body::from(body.to_string())).unwrap()
+}
+
+#[tokio::test]
+async fn litellm_guardrail_pack_choice_auth_and_metrics() {
+    let fx_tokens = tempfile::tempdir().unwrap();
+    let tokens = fx_tokens.path().join("tokens");
+    std::fs::write(&tokens, "guard-key\n").unwrap();
+    let s = setup_with(true, |c| c.tokens_file = Some(tokens.clone()));
+    let prompt =
+        r#"{"input_type": "request", "texts": ["TCK-123456 to bob@example.com"], "images": null}"#;
+    // The pack: the body's, then the header's; two packs and neither is a 400.
+    let r = send(&s.app, litellm_call(prompt, &[("x-api-key", "guard-key")])).await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    assert_eq!(r.error(), "InvalidRequestError");
+    let r = send(
+        &s.app,
+        litellm_call(
+            prompt,
+            &[("x-api-key", "guard-key"), ("x-helixor-pack", TEST_PACK)],
+        ),
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert_eq!(
+        r.json(),
+        json!({"action": "GUARDRAIL_INTERVENED", "texts": ["[REDACTED_TICKET_ID] to [REDACTED_EMAIL]"]})
+    );
+    let in_body = format!(
+        r#"{{"input_type": "request", "texts": ["TCK-123456 to bob@example.com"], "additional_provider_specific_params": {{"pack_id": "{PII_PACK}"}}}}"#
+    );
+    let r = send(
+        &s.app,
+        litellm_call(
+            &in_body,
+            &[
+                ("authorization", "Bearer guard-key"),
+                ("x-helixor-pack", TEST_PACK),
+            ],
+        ),
+    )
+    .await;
+    assert_eq!(
+        r.json(),
+        json!({"action": "GUARDRAIL_INTERVENED", "texts": ["TCK-123456 to [REDACTED_EMAIL]"]})
+    );
+    let r = send(
+        &s.app,
+        litellm_call(
+            prompt,
+            &[("x-api-key", "guard-key"), ("x-helixor-pack", "nope")],
+        ),
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND);
+    assert_eq!(r.error(), "PackNotFoundError");
+    // A wrong or missing key is 401; x-api-key is only for gateway routes.
+    for headers in [
+        vec![],
+        vec![("x-api-key", "wrong")],
+        vec![("x-api-key", "")],
+    ] {
+        let r = send(&s.app, litellm_call(prompt, &headers)).await;
+        assert_eq!(r.status, StatusCode::UNAUTHORIZED, "{headers:?}");
+    }
+    let r = send(
+        &s.app,
+        Request::post("/evaluate")
+            .header("content-type", "application/json")
+            .header("x-api-key", "guard-key")
+            .body(Body::from(r#"{"text": "x"}"#))
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::UNAUTHORIZED);
+    // A blocked reply: the reason names the rule, nothing of the value.
+    let reply = format!(
+        r#"{{"input_type": "response", "texts": ["SSN 123-45-6789"], "additional_provider_specific_params": {{"pack_id": "{PII_PACK}"}}}}"#
+    );
+    let r = send(&s.app, litellm_call(&reply, &[("x-api-key", "guard-key")])).await;
+    assert_eq!(
+        r.json(),
+        json!({"action": "BLOCKED", "blocked_reason": "Statutory violation: Social Security Number (GLBA / FCRA) detected (RULE-GLBA-SSN-BLOCK)"})
+    );
+    let metrics = send(
+        &s.app,
+        Request::get("/metrics").body(Body::empty()).unwrap(),
+    )
+    .await
+    .text;
+    for line in [
+        r#"helixor_gateway_answers_total{answer="GUARDRAIL_INTERVENED",route="/beta/litellm_basic_guardrail_api"} 2"#,
+        r#"helixor_gateway_answers_total{answer="BLOCKED",route="/beta/litellm_basic_guardrail_api"} 1"#,
+        r#"helixor_http_requests_total{method="POST",route="/beta/litellm_basic_guardrail_api",status="200"} 3"#,
+        r#"helixor_evaluations_total{action="block_glba_ssn_leakage",pack_id="compliance.regulatory_pii_guard.v1"} 1"#,
+    ] {
+        assert!(metrics.contains(line), "{line}\n{metrics}");
+    }
+}

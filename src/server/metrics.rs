@@ -33,6 +33,7 @@ pub struct Metrics {
     last_reload_success_timestamp: Gauge,
     license_expiry: Gauge,
     stream_sessions: IntCounterVec,
+    gateway_answers: IntCounterVec,
 }
 
 /// The outcome label of `helixor_reloads_total`.
@@ -190,6 +191,16 @@ impl Metrics {
                     &["pack_id", "outcome"],
                 ),
             )?,
+            gateway_answers: register(
+                &r,
+                IntCounterVec::new(
+                    Opts::new(
+                        "helixor_gateway_answers_total",
+                        "Answers to gateway calls (SPEC §12) by route template and answer.",
+                    ),
+                    &["route", "answer"],
+                ),
+            )?,
             registry: r,
         })
     }
@@ -212,6 +223,13 @@ impl Metrics {
         let outcome = if blocked { "blocked" } else { "finished" };
         self.stream_sessions
             .with_label_values(&[pack_id, outcome])
+            .inc();
+    }
+
+    /// Counts one answer to a gateway (LiteLLM's action, Envoy's verdict).
+    pub fn observe_gateway(&self, route: &str, answer: &str) {
+        self.gateway_answers
+            .with_label_values(&[route, answer])
             .inc();
     }
 

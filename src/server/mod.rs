@@ -10,12 +10,14 @@
 //! - [`routes`]: the HTTP API and its middleware;
 //! - [`metrics`]: the Prometheus registry;
 //! - [`auth`]: bearer tokens;
+//! - `litellm`: LiteLLM's generic guardrail API (SPEC §12.1);
 //! - [`healthcheck`]: the `helixor-pack healthcheck` probe client.
 
 pub mod auth;
 pub mod config;
 pub mod generation;
 pub mod healthcheck;
+mod litellm;
 pub mod metrics;
 pub mod reload;
 pub mod routes;

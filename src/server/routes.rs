@@ -39,6 +39,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("POST", "/v1/evaluate"),
     ("POST", "/evaluate/batch"),
     ("POST", "/v1/evaluate/stream"),
+    ("POST", "/beta/litellm_basic_guardrail_api"),
     ("GET", "/healthz"),
     ("GET", "/readyz"),
     ("GET", "/v1/health"),
@@ -56,6 +57,11 @@ pub const REQUEST_ID_HEADER: &str = "x-request-id";
 pub const INTERNAL_ERROR: &str = "InternalError";
 /// How long a request waits for a slot when `max_concurrency` are in flight.
 pub const QUEUE_WAIT: Duration = Duration::from_millis(250);
+
+/// Gateway routes (SPEC §12): they also take the token as `x-api-key`.
+pub const GATEWAY_ROUTES: &[&str] = &["/beta/litellm_basic_guardrail_api"];
+/// The header LiteLLM sends its guardrail `api_key` in.
+pub const API_KEY_HEADER: &str = "x-api-key";
 
 /// Routes exempt from the concurrency limit: probes must answer under load.
 const PROBE_ROUTES: &[&str] = &["/healthz", "/readyz", "/v1/health", "/metrics"];
@@ -167,6 +173,7 @@ fn endpoint(method: &str, path: &str) -> Option<MethodRouter<AppStateRef>> {
         "/v1/evaluate" => on(filter, evaluate_v1),
         "/evaluate/batch" => on(filter, evaluate_batch),
         "/v1/evaluate/stream" => on(filter, super::stream::evaluate_stream),
+        "/beta/litellm_basic_guardrail_api" => on(filter, super::litellm::guardrail),
         "/healthz" => on(filter, healthz),
         "/readyz" => on(filter, readyz),
         "/v1/health" => on(filter, v1_health),
@@ -449,9 +456,10 @@ async fn observe(State(state): State<AppStateRef>, req: Request, next: Next) -> 
 }
 
 /// Bearer-token check (SPEC §9.1 `auth`), fail closed when tokens are
-/// configured but not loaded.
+/// configured but not loaded. Gateway routes also take `x-api-key` (§12).
 async fn auth(State(state): State<AppStateRef>, req: Request, next: Next) -> Response {
-    if state.config.tokens_file.is_some() && !EXEMPT_ROUTES.contains(&req.uri().path()) {
+    let path = req.uri().path();
+    if state.config.tokens_file.is_some() && !EXEMPT_ROUTES.contains(&path) {
         let ok = {
             let generation = state.current.load();
             generation
@@ -459,6 +467,12 @@ async fn auth(State(state): State<AppStateRef>, req: Request, next: Next) -> Res
                 .and_then(|g| g.tokens.as_ref())
                 .is_some_and(|t| {
                     t.accepts_header(req.headers().get(AUTHORIZATION).map(HeaderValue::as_bytes))
+                        || (GATEWAY_ROUTES.contains(&path)
+                            && req
+                                .headers()
+                                .get(API_KEY_HEADER)
+                                .and_then(|v| v.to_str().ok())
+                                .is_some_and(|k| t.accepts(k.trim())))
                 })
         };
         if !ok {
@@ -796,7 +810,7 @@ struct SingleAnswer<'a> {
     remedy: Option<Remedy<'a>>,
 }
 
-fn noted(mut resp: Response, d: &Decision<'_>) -> Response {
+pub(super) fn noted(mut resp: Response, d: &Decision<'_>) -> Response {
     if tracing::enabled!(tracing::Level::DEBUG) {
         resp.extensions_mut().insert(EvalNote {
             pack_id: d.pack_id.to_string(),

@@ -1,0 +1,274 @@
+#!/usr/bin/env python3
+"""Fake OpenAI-compatible chat completions upstream for end-to-end tests.
+
+Standard library only. Listens on 127.0.0.1 only.
+
+    python3 fake_openai.py --port 0 --record /tmp/upstream.jsonl
+
+prints ``listening on 127.0.0.1:PORT`` (flushed) once it accepts connections.
+
+Routes
+  POST /v1/chat/completions, POST /chat/completions
+      Every received JSON body is appended as one line to --record (if given).
+      The reply text is what follows the marker ``REPLY:`` in the last user
+      message, up to the end of that message; "ok" when there is no marker.
+      ``REPLY64:<base64>`` gives the reply base64-encoded (UTF-8) instead, so
+      that a prompt guardrail in front of this upstream does not see it.
+      ``"stream": true`` streams the reply as OpenAI SSE
+      ``chat.completion.chunk`` objects: a first chunk with
+      ``delta: {"role": "assistant", "content": ""}``, one chunk per piece of the
+      reply, a final chunk with ``delta: {}`` and ``finish_reason: "stop"``, a
+      usage chunk (``choices: []``) when ``stream_options.include_usage`` is
+      true, then ``data: [DONE]``.
+      Pieces: a marker ``CUTS:3,7,12`` in the last user message cuts the reply
+      at those code point offsets (reply[0:3], reply[3:7], reply[7:12],
+      reply[12:]); offsets outside (0, len) are ignored. Without it the reply is
+      cut into 4-code-point pieces. The marker is looked for in the text
+      before ``REPLY:`` (so a reply may itself contain "CUTS:"), or in the whole
+      message when there is no ``REPLY:``.
+      A marker ``DELAYMS:N`` (before ``REPLY:`` too) sleeps N ms before each
+      content piece; --chunk-delay-ms sets the default.
+  GET /health, GET /v1/health -> 200 {"status": "ok"}
+  GET /v1/models, GET /models -> a one-model list
+
+Responses use HTTP/1.1: Content-Length for JSON bodies, chunked transfer
+encoding for the SSE stream (flushed after every event).
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import re
+import sys
+import threading
+import time
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+REPLY_MARKER = "REPLY:"
+# The reply in base64 (UTF-8), so that a prompt guardrail does not see it.
+REPLY64_MARKER = "REPLY64:"
+CUTS_RE = re.compile(r"CUTS:(\d+(?:,\d+)*)")
+DELAY_RE = re.compile(r"DELAYMS:(\d+)")
+DEFAULT_PIECE = 4
+
+
+def message_text(content) -> str:
+    """Text of a message's content: a string, or the text parts of a list."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for part in content:
+            if isinstance(part, dict) and isinstance(part.get("text"), str):
+                parts.append(part["text"])
+            elif isinstance(part, str):
+                parts.append(part)
+        return "".join(parts)
+    return ""
+
+
+def last_user_text(body: dict) -> str:
+    messages = body.get("messages")
+    if not isinstance(messages, list):
+        return ""
+    for message in reversed(messages):
+        if isinstance(message, dict) and message.get("role") == "user":
+            return message_text(message.get("content"))
+    return ""
+
+
+def plan_reply(text: str, default_delay_ms: int) -> tuple[str, list[str], int]:
+    """(reply, pieces, delay_ms) for the last user message ``text``."""
+    idx = text.find(REPLY_MARKER)
+    idx64 = text.find(REPLY64_MARKER)
+    if idx64 >= 0:
+        reply = base64.b64decode(text[idx64 + len(REPLY64_MARKER):].strip()).decode("utf-8")
+        control = text[:idx64]
+    elif idx >= 0:
+        reply = text[idx + len(REPLY_MARKER):]
+        control = text[:idx]
+    else:
+        reply = "ok"
+        control = text
+    delay_ms = default_delay_ms
+    m = DELAY_RE.search(control)
+    if m:
+        delay_ms = int(m.group(1))
+    m = CUTS_RE.search(control)
+    if m:
+        cuts = sorted({int(c) for c in m.group(1).split(",") if 0 < int(c) < len(reply)})
+        bounds = [0, *cuts, len(reply)]
+        pieces = [reply[a:b] for a, b in zip(bounds, bounds[1:]) if b > a]
+    else:
+        pieces = [reply[i:i + DEFAULT_PIECE] for i in range(0, len(reply), DEFAULT_PIECE)]
+    return reply, pieces, delay_ms
+
+
+def rough_tokens(text: str) -> int:
+    return max(1, len(text.split())) if text else 0
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "fake-openai/1"
+    # set on the class by main()
+    record_path: str | None = None
+    record_lock = threading.Lock()
+    default_delay_ms = 0
+    quiet = False
+
+    def log_message(self, fmt, *args):  # noqa: D401 - stdlib signature
+        if not self.quiet:
+            sys.stderr.write("fake_openai: %s - %s\n" % (self.address_string(), fmt % args))
+
+    # ---- helpers -----------------------------------------------------------------
+    def _read_body(self) -> bytes:
+        if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
+            data = bytearray()
+            while True:
+                line = self.rfile.readline()
+                size = int(line.split(b";", 1)[0].strip() or b"0", 16)
+                if size == 0:
+                    # trailers until blank line
+                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                        pass
+                    break
+                data += self.rfile.read(size)
+                self.rfile.readline()  # CRLF after the chunk
+            return bytes(data)
+        length = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(length) if length > 0 else b""
+
+    def _send_json(self, status: int, obj) -> None:
+        payload = json.dumps(obj).encode("utf-8")
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+        self.wfile.flush()
+
+    def _record(self, body) -> None:
+        if not self.record_path:
+            return
+        line = json.dumps(body, ensure_ascii=False)
+        with self.record_lock:
+            with open(self.record_path, "a", encoding="utf-8") as f:
+                f.write(line + "\n")
+                f.flush()
+
+    def _write_chunk(self, data: bytes) -> None:
+        self.wfile.write(b"%x\r\n" % len(data) + data + b"\r\n")
+        self.wfile.flush()
+
+    def _sse(self, obj) -> None:
+        data = obj if isinstance(obj, str) else json.dumps(obj, ensure_ascii=False)
+        self._write_chunk(("data: " + data + "\n\n").encode("utf-8"))
+
+    # ---- routes ------------------------------------------------------------------
+    def do_GET(self):
+        path = self.path.split("?", 1)[0]
+        if path in ("/health", "/v1/health", "/healthz"):
+            self._send_json(200, {"status": "ok"})
+        elif path in ("/v1/models", "/models"):
+            self._send_json(200, {"object": "list", "data": [
+                {"id": "fake", "object": "model", "created": 0, "owned_by": "fake"}]})
+        else:
+            self._send_json(404, {"error": {"message": "not found", "type": "not_found"}})
+
+    def do_POST(self):
+        path = self.path.split("?", 1)[0]
+        raw = self._read_body()
+        if path not in ("/v1/chat/completions", "/chat/completions"):
+            self._send_json(404, {"error": {"message": "not found", "type": "not_found"}})
+            return
+        try:
+            body = json.loads(raw.decode("utf-8") or "null")
+        except (UnicodeDecodeError, json.JSONDecodeError) as e:
+            self._send_json(400, {"error": {"message": f"invalid JSON: {e}", "type": "invalid_request_error"}})
+            return
+        if not isinstance(body, dict):
+            self._send_json(400, {"error": {"message": "body must be an object", "type": "invalid_request_error"}})
+            return
+        self._record(body)
+
+        reply, pieces, delay_ms = plan_reply(last_user_text(body), self.default_delay_ms)
+        model = body.get("model") if isinstance(body.get("model"), str) else "fake"
+        cid = "chatcmpl-" + uuid.uuid4().hex[:24]
+        created = int(time.time())
+        prompt_tokens = sum(
+            rough_tokens(message_text(m.get("content")))
+            for m in body.get("messages") or [] if isinstance(m, dict))
+        completion_tokens = rough_tokens(reply)
+        usage = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                 "total_tokens": prompt_tokens + completion_tokens}
+
+        if body.get("stream") is True:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Cache-Control", "no-cache")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+
+            def chunk(delta, finish_reason=None):
+                return {"id": cid, "object": "chat.completion.chunk", "created": created, "model": model,
+                        "system_fingerprint": None,
+                        "choices": [{"index": 0, "delta": delta, "logprobs": None,
+                                     "finish_reason": finish_reason}]}
+
+            try:
+                self._sse(chunk({"role": "assistant", "content": ""}))
+                for piece in pieces:
+                    if delay_ms:
+                        time.sleep(delay_ms / 1000.0)
+                    self._sse(chunk({"content": piece}))
+                self._sse(chunk({}, "stop"))
+                opts = body.get("stream_options")
+                if isinstance(opts, dict) and opts.get("include_usage") is True:
+                    self._sse({"id": cid, "object": "chat.completion.chunk", "created": created,
+                               "model": model, "choices": [], "usage": usage})
+                self._sse("[DONE]")
+                self._write_chunk(b"")  # 0-length chunk ends the body
+            except (BrokenPipeError, ConnectionResetError):
+                self.close_connection = True
+            return
+
+        self._send_json(200, {
+            "id": cid, "object": "chat.completion", "created": created, "model": model,
+            "system_fingerprint": None,
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": reply},
+                         "logprobs": None, "finish_reason": "stop"}],
+            "usage": usage,
+        })
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    ap.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (0 = ephemeral)")
+    ap.add_argument("--record", default=None, help="append each received JSON body as a line here")
+    ap.add_argument("--chunk-delay-ms", type=int, default=0, help="sleep before each streamed piece")
+    ap.add_argument("--quiet", action="store_true", help="no access log on stderr")
+    args = ap.parse_args(argv)
+
+    Handler.record_path = args.record
+    Handler.default_delay_ms = args.chunk_delay_ms
+    Handler.quiet = args.quiet
+    ThreadingHTTPServer.daemon_threads = True
+    ThreadingHTTPServer.allow_reuse_address = True
+    server = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
+    host, port = server.server_address[:2]
+    print(f"listening on {host}:{port}", flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
