@@ -908,3 +908,73 @@ async fn litellm_guardrail_pack_choice_auth_and_metrics() {
         assert!(metrics.contains(line), "{line}\n{metrics}");
     }
 }
+
+#[tokio::test]
+async fn envoy_ext_authz_refuses_fatal_prompts_and_tags_the_others() {
+    let s = setup();
+    let call = |method: &str, path: &str, body: &str| {
+        Request::builder()
+            .method(method)
+            .uri(path)
+            .header("x-helixor-pack", PII_PACK)
+            .body(Body::from(body.to_string()))
+            .unwrap()
+    };
+    // An SSN in a chat completion: 403 with the OpenAI-style error body.
+    let chat = r#"{"model":"m","messages":[{"role":"user","content":"my SSN is 123-45-6789"}]}"#;
+    let r = send(
+        &s.app,
+        call("POST", "/envoy/ext_authz/v1/chat/completions", chat),
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN);
+    assert_eq!(r.headers["content-type"], "application/json");
+    assert_eq!(
+        r.json(),
+        json!({"error": {
+            "message": "Statutory violation: Social Security Number (GLBA / FCRA) detected",
+            "type": "helixor_policy_violation",
+            "code": "block_glba_ssn_leakage",
+        }})
+    );
+    assert!(!r.text.contains("6789"));
+    // An e-mail in an Anthropic system prompt: allowed (ext_authz cannot
+    // redact), tagged with the action and the receipt.
+    let anthropic = r#"{"model":"c","system":"mail jane@example.com","messages":[{"role":"user","content":"hi"}]}"#;
+    let r = send(
+        &s.app,
+        call("POST", "/envoy/ext_authz/v1/messages", anthropic),
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert_eq!(
+        r.headers["x-helixor-action"],
+        "redact_and_permit_contact_pii"
+    );
+    let receipt = r.headers["x-helixor-receipt"].to_str().unwrap();
+    assert!(receipt.starts_with("hx_proof_"), "{receipt}");
+    assert_eq!(r.text, "");
+    // Any method, any body: a GET of the model list passes.
+    let r = send(&s.app, call("GET", "/envoy/ext_authz/v1/models", "")).await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert_eq!(r.headers["x-helixor-action"], "permit_clean_payload");
+    let r = send(&s.app, call("DELETE", "/envoy/ext_authz/x", "123-45-6789")).await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN);
+    // No pack named and two loaded: a 400 (Envoy denies it).
+    let r = send(
+        &s.app,
+        Request::post("/envoy/ext_authz/v1/completions")
+            .body(Body::from(r#"{"prompt":"x"}"#))
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    let metrics = get(&s.app, "/metrics").await.text;
+    for line in [
+        r#"helixor_gateway_answers_total{answer="deny",route="/envoy/ext_authz"} 2"#,
+        r#"helixor_gateway_answers_total{answer="allow",route="/envoy/ext_authz"} 2"#,
+        r#"helixor_http_requests_total{method="POST",route="/envoy/ext_authz/{*path}",status="403"} 1"#,
+    ] {
+        assert!(metrics.contains(line), "{line}\n{metrics}");
+    }
+}

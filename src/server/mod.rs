@@ -11,10 +11,12 @@
 //! - [`metrics`]: the Prometheus registry;
 //! - [`auth`]: bearer tokens;
 //! - `litellm`: LiteLLM's generic guardrail API (SPEC §12.1);
+//! - `envoy`: Envoy's external authorization, HTTP service mode (SPEC §12.2);
 //! - [`healthcheck`]: the `helixor-pack healthcheck` probe client.
 
 pub mod auth;
 pub mod config;
+mod envoy;
 pub mod generation;
 pub mod healthcheck;
 mod litellm;

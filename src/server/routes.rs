@@ -40,6 +40,12 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("POST", "/evaluate/batch"),
     ("POST", "/v1/evaluate/stream"),
     ("POST", "/beta/litellm_basic_guardrail_api"),
+    ("GET", "/envoy/ext_authz/{*path}"),
+    ("POST", "/envoy/ext_authz/{*path}"),
+    ("PUT", "/envoy/ext_authz/{*path}"),
+    ("PATCH", "/envoy/ext_authz/{*path}"),
+    ("DELETE", "/envoy/ext_authz/{*path}"),
+    ("OPTIONS", "/envoy/ext_authz/{*path}"),
     ("GET", "/healthz"),
     ("GET", "/readyz"),
     ("GET", "/v1/health"),
@@ -59,7 +65,20 @@ pub const INTERNAL_ERROR: &str = "InternalError";
 pub const QUEUE_WAIT: Duration = Duration::from_millis(250);
 
 /// Gateway routes (SPEC §12): they also take the token as `x-api-key`.
-pub const GATEWAY_ROUTES: &[&str] = &["/beta/litellm_basic_guardrail_api"];
+pub const GATEWAY_ROUTES: &[&str] = &[
+    "/beta/litellm_basic_guardrail_api",
+    "/envoy/ext_authz/{*path}",
+];
+
+/// Whether a request path is one of [`GATEWAY_ROUTES`].
+fn is_gateway(path: &str) -> bool {
+    GATEWAY_ROUTES
+        .iter()
+        .any(|r| match r.strip_suffix("{*path}") {
+            Some(prefix) => path.starts_with(prefix),
+            None => *r == path,
+        })
+}
 /// The header LiteLLM sends its guardrail `api_key` in.
 pub const API_KEY_HEADER: &str = "x-api-key";
 
@@ -166,6 +185,10 @@ fn endpoint(method: &str, path: &str) -> Option<MethodRouter<AppStateRef>> {
     let filter = match method {
         "GET" => MethodFilter::GET,
         "POST" => MethodFilter::POST,
+        "PUT" => MethodFilter::PUT,
+        "PATCH" => MethodFilter::PATCH,
+        "DELETE" => MethodFilter::DELETE,
+        "OPTIONS" => MethodFilter::OPTIONS,
         _ => return None,
     };
     Some(match path {
@@ -174,6 +197,7 @@ fn endpoint(method: &str, path: &str) -> Option<MethodRouter<AppStateRef>> {
         "/evaluate/batch" => on(filter, evaluate_batch),
         "/v1/evaluate/stream" => on(filter, super::stream::evaluate_stream),
         "/beta/litellm_basic_guardrail_api" => on(filter, super::litellm::guardrail),
+        "/envoy/ext_authz/{*path}" => on(filter, super::envoy::ext_authz),
         "/healthz" => on(filter, healthz),
         "/readyz" => on(filter, readyz),
         "/v1/health" => on(filter, v1_health),
@@ -467,7 +491,7 @@ async fn auth(State(state): State<AppStateRef>, req: Request, next: Next) -> Res
                 .and_then(|g| g.tokens.as_ref())
                 .is_some_and(|t| {
                     t.accepts_header(req.headers().get(AUTHORIZATION).map(HeaderValue::as_bytes))
-                        || (GATEWAY_ROUTES.contains(&path)
+                        || (is_gateway(path)
                             && req
                                 .headers()
                                 .get(API_KEY_HEADER)
@@ -564,7 +588,7 @@ fn check_content_type(headers: &HeaderMap) -> Result<(), ApiError> {
     }
 }
 
-fn too_large(limit: usize) -> ApiError {
+pub(super) fn too_large(limit: usize) -> ApiError {
     ApiError::new(
         StatusCode::PAYLOAD_TOO_LARGE,
         ErrorName::PayloadTooLargeError,

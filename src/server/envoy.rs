@@ -1,0 +1,201 @@
+//! Envoy external authorization, HTTP service mode (SPEC §12.2): any method
+//! under `/envoy/ext_authz/`, the body read as an LLM request (OpenAI chat
+//! completions, completions, responses; Anthropic messages; else one text),
+//! every text judged with one generation. FATAL → 403 with the OpenAI-style
+//! error body; otherwise 200 with `x-helixor-action` and `x-helixor-receipt`.
+//! ext_authz cannot change a body: redaction is ext_proc's (§12.3). Never
+//! puts any part of a payload in an answer, a log or a metric.
+
+use super::generation::Generation;
+use super::litellm::pack_header;
+use super::routes::{choose, json_response, noted, serving, ApiError, AppStateRef, INTERNAL_ERROR};
+use super::AppState;
+use crate::engine::{Decision, Severity};
+use axum::extract::{Request, State};
+use axum::http::header::CONTENT_LENGTH;
+use axum::http::{HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde_json::{json, Value};
+
+/// The route prefix Envoy's `http_service.path_prefix` names.
+pub const EXT_AUTHZ_PREFIX: &str = "/envoy/ext_authz";
+/// The deciding action, on an allowed request.
+pub const ACTION_HEADER: &str = "x-helixor-action";
+/// The deciding decision's receipt hash, on an allowed request.
+pub const RECEIPT_HEADER: &str = "x-helixor-receipt";
+/// `error.type` of a refused request.
+pub const POLICY_VIOLATION: &str = "helixor_policy_violation";
+/// Above this many bytes of text, the evaluation runs off the async workers.
+const INLINE_BYTES: usize = 64 * 1024;
+
+/// The texts of an LLM request body (SPEC §12.2), in document order: OpenAI
+/// chat completions (`messages[].content`, a string or `text` parts),
+/// completions (`prompt`), responses (`input`), Anthropic messages
+/// (`system`, `messages[].content`). Any other body is one text.
+pub fn llm_texts(body: &[u8]) -> Vec<String> {
+    let whole = || vec![String::from_utf8_lossy(body).into_owned()];
+    let Ok(Value::Object(obj)) = serde_json::from_slice::<Value>(body) else {
+        return whole();
+    };
+    let mut texts = Vec::new();
+    let recognised = ["messages", "prompt", "input", "system"]
+        .iter()
+        .any(|k| obj.contains_key(*k));
+    if !recognised {
+        return whole();
+    }
+    if let Some(system) = obj.get("system") {
+        content_texts(system, &mut texts);
+    }
+    if let Some(Value::Array(messages)) = obj.get("messages") {
+        for m in messages {
+            if let Some(c) = m.get("content") {
+                content_texts(c, &mut texts);
+            }
+        }
+    }
+    match obj.get("prompt") {
+        Some(Value::String(s)) => texts.push(s.clone()),
+        Some(Value::Array(items)) => {
+            texts.extend(items.iter().filter_map(Value::as_str).map(str::to_string));
+        }
+        _ => {}
+    }
+    match obj.get("input") {
+        Some(Value::String(s)) => texts.push(s.clone()),
+        Some(Value::Array(items)) => {
+            for item in items {
+                match item {
+                    Value::String(s) => texts.push(s.clone()),
+                    Value::Object(o) => match o.get("content") {
+                        Some(c) => content_texts(c, &mut texts),
+                        None => {
+                            if let Some(Value::String(t)) = o.get("text") {
+                                texts.push(t.clone());
+                            }
+                        }
+                    },
+                    _ => {}
+                }
+            }
+        }
+        _ => {}
+    }
+    texts
+}
+
+/// A message content: a string, or parts whose `text` is a string (OpenAI
+/// `text` / `input_text` / `output_text`, Anthropic `text` blocks).
+fn content_texts(content: &Value, out: &mut Vec<String>) {
+    match content {
+        Value::String(s) => out.push(s.clone()),
+        Value::Array(parts) => {
+            for p in parts {
+                match p {
+                    Value::String(s) => out.push(s.clone()),
+                    Value::Object(o) => {
+                        if let Some(Value::String(t)) = o.get("text") {
+                            out.push(t.clone());
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The decision that speaks for a request: the first FATAL one, else the
+/// first that redacted, else the first.
+pub(super) fn deciding<'a, 'e>(decisions: &'a [Decision<'e>]) -> Option<&'a Decision<'e>> {
+    decisions
+        .iter()
+        .find(|d| d.severity == Some(Severity::Fatal))
+        .or_else(|| decisions.iter().find(|d| d.severity.is_some()))
+        .or(decisions.first())
+}
+
+/// The 403 body of a refused request (SPEC §12.2): no part of the payload.
+pub fn violation_body(d: &Decision<'_>) -> Value {
+    json!({"error": {
+        "message": d.reason.unwrap_or(d.action),
+        "type": POLICY_VIOLATION,
+        "code": d.action,
+    }})
+}
+
+/// The handler of every method under `/envoy/ext_authz/`.
+pub(super) async fn ext_authz(State(state): State<AppStateRef>, req: Request) -> Response {
+    match check(&state, req).await {
+        Ok(resp) => resp,
+        Err(e) => e.into_response(),
+    }
+}
+
+async fn check(state: &AppStateRef, req: Request) -> Result<Response, ApiError> {
+    let pack_id = pack_header(req.headers())?;
+    let limit = state.config.limits.max_body_bytes;
+    let declared = req
+        .headers()
+        .get(CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > limit as u64) {
+        return Err(super::routes::too_large(limit));
+    }
+    let body = axum::body::to_bytes(req.into_body(), limit)
+        .await
+        .map_err(|_| super::routes::too_large(limit))?;
+    let generation = serving(state)?;
+    let state = AppStateRef::clone(state);
+    let inline = body.len() <= INLINE_BYTES;
+    let work = move || judge(&state, &generation, pack_id.as_deref(), &body);
+    if inline {
+        return work();
+    }
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|_| ApiError {
+            status: StatusCode::INTERNAL_SERVER_ERROR,
+            name: INTERNAL_ERROR,
+            message: "internal error (a bug): the evaluation did not finish".into(),
+        })?
+}
+
+fn judge(
+    state: &AppState,
+    generation: &Generation,
+    pack_id: Option<&str>,
+    body: &[u8],
+) -> Result<Response, ApiError> {
+    let pack = choose(generation, pack_id, state.config.default_pack.as_deref())?;
+    let texts = llm_texts(body);
+    let decisions: Vec<Decision<'_>> = texts.iter().map(|t| pack.evaluator.evaluate(t)).collect();
+    for d in &decisions {
+        state.metrics.observe_decision(d);
+    }
+    let Some(d) = deciding(&decisions) else {
+        // No text at all (an empty message list): nothing to refuse.
+        state.metrics.observe_gateway(EXT_AUTHZ_PREFIX, "allow");
+        return Ok(StatusCode::OK.into_response());
+    };
+    if d.severity == Some(Severity::Fatal) {
+        state.metrics.observe_gateway(EXT_AUTHZ_PREFIX, "deny");
+        return Ok(noted(
+            json_response(StatusCode::FORBIDDEN, &violation_body(d)),
+            d,
+        ));
+    }
+    state.metrics.observe_gateway(EXT_AUTHZ_PREFIX, "allow");
+    let mut resp = StatusCode::OK.into_response();
+    for (name, value) in [(ACTION_HEADER, d.action), (RECEIPT_HEADER, &d.receipt_hash)] {
+        if let Ok(v) = HeaderValue::from_str(value) {
+            resp.headers_mut().insert(name, v);
+        }
+    }
+    Ok(noted(resp, d))
+}
+
+#[cfg(test)]
+mod tests;
