@@ -8,7 +8,7 @@
 
 use super::generation::Generation;
 use super::litellm::pack_header;
-use super::routes::{choose, json_response, noted, serving, ApiError, AppStateRef, INTERNAL_ERROR};
+use super::routes::{choose, json_response, noted, off_workers, serving, ApiError, AppStateRef};
 use super::AppState;
 use crate::engine::{Decision, Severity};
 use axum::extract::{Request, State};
@@ -25,8 +25,6 @@ pub const ACTION_HEADER: &str = "x-helixor-action";
 pub const RECEIPT_HEADER: &str = "x-helixor-receipt";
 /// `error.type` of a refused request.
 pub const POLICY_VIOLATION: &str = "helixor_policy_violation";
-/// Above this many bytes of text, the evaluation runs off the async workers.
-const INLINE_BYTES: usize = 64 * 1024;
 
 /// The texts of an LLM request body (SPEC §12.2), in document order: OpenAI
 /// chat completions (`messages[].content`, a string or `text` parts),
@@ -149,18 +147,11 @@ async fn check(state: &AppStateRef, req: Request) -> Result<Response, ApiError> 
         .map_err(|_| super::routes::too_large(limit))?;
     let generation = serving(state)?;
     let state = AppStateRef::clone(state);
-    let inline = body.len() <= INLINE_BYTES;
-    let work = move || judge(&state, &generation, pack_id.as_deref(), &body);
-    if inline {
-        return work();
-    }
-    tokio::task::spawn_blocking(work)
-        .await
-        .map_err(|_| ApiError {
-            status: StatusCode::INTERNAL_SERVER_ERROR,
-            name: INTERNAL_ERROR,
-            message: "internal error (a bug): the evaluation did not finish".into(),
-        })?
+    let bytes = body.len();
+    off_workers(bytes, move || {
+        judge(&state, &generation, pack_id.as_deref(), &body)
+    })
+    .await
 }
 
 fn judge(

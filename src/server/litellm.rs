@@ -17,8 +17,8 @@
 
 use super::generation::Generation;
 use super::routes::{
-    as_object, choose, json_response, noted, read_json, serving, type_name, ApiError, AppStateRef,
-    INTERNAL_ERROR,
+    as_object, choose, json_response, noted, off_workers, read_json, serving, type_name, ApiError,
+    AppStateRef,
 };
 use super::AppState;
 use crate::engine::{Decision, Evaluator, Severity, StreamOptions};
@@ -32,8 +32,6 @@ use serde_json::Value;
 pub const LITELLM_ROUTE: &str = "/beta/litellm_basic_guardrail_api";
 /// The request header that names a pack on the gateway routes (SPEC §12).
 pub const PACK_HEADER: &str = "x-helixor-pack";
-/// Above this many bytes of text, the evaluation runs off the async workers.
-const INLINE_BYTES: usize = 64 * 1024;
 
 /// `input_type` of a call: a prompt (pre_call, during_call) or a reply (post_call).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -246,18 +244,7 @@ async fn answer(state: &AppStateRef, req: Request) -> Result<Response, ApiError>
     let generation = serving(state)?;
     let bytes: usize = call.texts.iter().map(String::len).sum();
     let state = AppStateRef::clone(state);
-    let work = move || respond(&state, &generation, &call);
-    if bytes <= INLINE_BYTES {
-        return work();
-    }
-    // Large calls are CPU work: off the async workers.
-    tokio::task::spawn_blocking(work)
-        .await
-        .map_err(|_| ApiError {
-            status: StatusCode::INTERNAL_SERVER_ERROR,
-            name: INTERNAL_ERROR,
-            message: "internal error (a bug): the evaluation did not finish".into(),
-        })?
+    off_workers(bytes, move || respond(&state, &generation, &call)).await
 }
 
 fn respond(state: &AppState, generation: &Generation, call: &Call) -> Result<Response, ApiError> {

@@ -596,6 +596,28 @@ pub(super) fn too_large(limit: usize) -> ApiError {
     )
 }
 
+/// Above this many bytes of payload, a gateway evaluation runs off the async workers.
+pub(super) const INLINE_BYTES: usize = 64 * 1024;
+
+/// Runs `work` in place when the payload is small (`bytes` ≤ [`INLINE_BYTES`]),
+/// else on a blocking thread, so that a large evaluation never stalls the
+/// async workers.
+pub(super) async fn off_workers<F>(bytes: usize, work: F) -> Result<Response, ApiError>
+where
+    F: FnOnce() -> Result<Response, ApiError> + Send + 'static,
+{
+    if bytes <= INLINE_BYTES {
+        return work();
+    }
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|_| ApiError {
+            status: StatusCode::INTERNAL_SERVER_ERROR,
+            name: INTERNAL_ERROR,
+            message: "internal error (a bug): the evaluation did not finish".into(),
+        })?
+}
+
 /// Content type, size and JSON syntax of a request body, with the SPEC's
 /// errors; messages never quote the body.
 pub(super) async fn read_json(req: Request, limit: usize) -> Result<Value, ApiError> {
