@@ -960,6 +960,18 @@ async fn envoy_ext_authz_refuses_fatal_prompts_and_tags_the_others() {
     assert_eq!(r.headers["x-helixor-action"], "permit_clean_payload");
     let r = send(&s.app, call("DELETE", "/envoy/ext_authz/x", "123-45-6789")).await;
     assert_eq!(r.status, StatusCode::FORBIDDEN);
+    // A key twice: refused (Envoy denies), as the upstream could read the other value.
+    let twice = r#"{"messages":[{"role":"user","content":"SSN 123-45-6789"}],"messages":[]}"#;
+    let r = send(
+        &s.app,
+        call("POST", "/envoy/ext_authz/v1/chat/completions", twice),
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    assert_eq!(
+        r.json(),
+        json!({"error": "InvalidRequestError", "message": "the JSON body has an object with the same key twice"})
+    );
     // No pack named and two loaded: a 400 (Envoy denies it).
     let r = send(
         &s.app,

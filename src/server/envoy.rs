@@ -8,11 +8,13 @@
 
 use super::generation::Generation;
 use super::litellm::pack_header;
-use super::routes::{choose, json_response, noted, off_workers, serving, ApiError, AppStateRef};
+use super::routes::{
+    choose, json_response, noted, off_workers, parse_strict, read_body, serving, ApiError,
+    AppStateRef,
+};
 use super::AppState;
 use crate::engine::{Decision, Severity};
 use axum::extract::{Request, State};
-use axum::http::header::CONTENT_LENGTH;
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::{json, Value};
@@ -29,10 +31,19 @@ pub const POLICY_VIOLATION: &str = "helixor_policy_violation";
 /// The texts of an LLM request body (SPEC §12.2), in document order: OpenAI
 /// chat completions (`messages[].content`, a string or `text` parts),
 /// completions (`prompt`), responses (`input`), Anthropic messages
-/// (`system`, `messages[].content`). Any other body is one text.
-pub fn llm_texts(body: &[u8]) -> Vec<String> {
-    let whole = || vec![String::from_utf8_lossy(body).into_owned()];
-    let Ok(Value::Object(obj)) = serde_json::from_slice::<Value>(body) else {
+/// (`system`, `messages[].content`). Any other body is one text. A JSON
+/// body with a key twice is refused: the upstream's parser might read the
+/// other value than the one judged (SPEC §9.1).
+pub fn llm_texts(body: &[u8]) -> Result<Vec<String>, String> {
+    let whole = || Ok(vec![String::from_utf8_lossy(body).into_owned()]);
+    let parsed = match parse_strict(body) {
+        Ok(v) => v,
+        Err(_) if serde_json::from_slice::<serde::de::IgnoredAny>(body).is_ok() => {
+            return Err("the JSON body has an object with the same key twice".into())
+        }
+        Err(_) => return whole(),
+    };
+    let Value::Object(obj) = parsed else {
         return whole();
     };
     let mut texts = Vec::new();
@@ -79,7 +90,7 @@ pub fn llm_texts(body: &[u8]) -> Vec<String> {
         }
         _ => {}
     }
-    texts
+    Ok(texts)
 }
 
 /// A message content: a string, or parts whose `text` is a string (OpenAI
@@ -133,18 +144,7 @@ pub(super) async fn ext_authz(State(state): State<AppStateRef>, req: Request) ->
 
 async fn check(state: &AppStateRef, req: Request) -> Result<Response, ApiError> {
     let pack_id = pack_header(req.headers())?;
-    let limit = state.config.limits.max_body_bytes;
-    let declared = req
-        .headers()
-        .get(CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok());
-    if declared.is_some_and(|n| n > limit as u64) {
-        return Err(super::routes::too_large(limit));
-    }
-    let body = axum::body::to_bytes(req.into_body(), limit)
-        .await
-        .map_err(|_| super::routes::too_large(limit))?;
+    let body = read_body(req, state.config.limits.max_body_bytes).await?;
     let generation = serving(state)?;
     let state = AppStateRef::clone(state);
     let bytes = body.len();
@@ -161,7 +161,7 @@ fn judge(
     body: &[u8],
 ) -> Result<Response, ApiError> {
     let pack = choose(generation, pack_id, state.config.default_pack.as_deref())?;
-    let texts = llm_texts(body);
+    let texts = llm_texts(body).map_err(ApiError::bad_request)?;
     let decisions: Vec<Decision<'_>> = texts.iter().map(|t| pack.evaluator.evaluate(t)).collect();
     for d in &decisions {
         state.metrics.observe_decision(d);

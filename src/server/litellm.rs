@@ -259,17 +259,10 @@ fn respond(state: &AppState, generation: &Generation, call: &Call) -> Result<Res
     }
     state.metrics.observe_gateway(LITELLM_ROUTE, answer.action);
     let resp = json_response(StatusCode::OK, &answer);
-    // The request log names the deciding decision: the first FATAL one, else the first.
-    Ok(
-        match decisions
-            .iter()
-            .find(|d| d.severity == Some(Severity::Fatal))
-            .or(decisions.first())
-        {
-            Some(d) => noted(resp, d),
-            None => resp,
-        },
-    )
+    Ok(match super::envoy::deciding(&decisions) {
+        Some(d) => noted(resp, d),
+        None => resp,
+    })
 }
 
 #[cfg(test)]

@@ -588,7 +588,7 @@ fn check_content_type(headers: &HeaderMap) -> Result<(), ApiError> {
     }
 }
 
-pub(super) fn too_large(limit: usize) -> ApiError {
+fn too_large(limit: usize) -> ApiError {
     ApiError::new(
         StatusCode::PAYLOAD_TOO_LARGE,
         ErrorName::PayloadTooLargeError,
@@ -618,11 +618,10 @@ where
         })?
 }
 
-/// Content type, size and JSON syntax of a request body, with the SPEC's
-/// errors; messages never quote the body.
-pub(super) async fn read_json(req: Request, limit: usize) -> Result<Value, ApiError> {
+/// A request body of at most `limit` bytes (413 `PayloadTooLargeError`
+/// over it, declared or sent; 400 if it cannot be read).
+pub(super) async fn read_body(req: Request, limit: usize) -> Result<axum::body::Bytes, ApiError> {
     let (parts, body) = req.into_parts();
-    check_content_type(&parts.headers)?;
     let declared = parts
         .headers
         .get(CONTENT_LENGTH)
@@ -631,20 +630,27 @@ pub(super) async fn read_json(req: Request, limit: usize) -> Result<Value, ApiEr
     if declared.is_some_and(|n| n > limit as u64) {
         return Err(too_large(limit));
     }
-    let bytes = axum::body::to_bytes(body, limit).await.map_err(|e| {
+    axum::body::to_bytes(body, limit).await.map_err(|e| {
         if is_length_limit(&e) {
             too_large(limit)
         } else {
             ApiError::bad_request("the request body could not be read")
         }
-    })?;
+    })
+}
+
+/// Content type, size and JSON syntax of a request body, with the SPEC's
+/// errors; messages never quote the body.
+pub(super) async fn read_json(req: Request, limit: usize) -> Result<Value, ApiError> {
+    check_content_type(req.headers())?;
+    let bytes = read_body(req, limit).await?;
     parse_strict(&bytes)
         .map_err(|e| ApiError::bad_request(format!("the body is not valid JSON: {e}")))
 }
 
 /// Parses JSON, refusing an object with a key twice (SPEC §9.1): two
 /// parsers must never disagree on which `text` was judged.
-fn parse_strict(bytes: &[u8]) -> Result<Value, serde_json::Error> {
+pub(super) fn parse_strict(bytes: &[u8]) -> Result<Value, serde_json::Error> {
     use serde::de::DeserializeSeed;
     let mut de = serde_json::Deserializer::from_slice(bytes);
     let value = Strict.deserialize(&mut de)?;

@@ -1,7 +1,7 @@
 use super::*;
 
 fn texts(body: &str) -> Vec<String> {
-    llm_texts(body.as_bytes())
+    llm_texts(body.as_bytes()).unwrap()
 }
 
 #[test]
@@ -39,7 +39,16 @@ fn llm_request_formats_give_their_texts_in_order() {
     assert_eq!(texts(r#"{"query":"x"}"#), [r#"{"query":"x"}"#]);
     assert_eq!(texts("plain words"), ["plain words"]);
     assert_eq!(texts(""), [""]);
-    assert_eq!(llm_texts(b"a\xffb"), ["a\u{fffd}b"]);
+    assert_eq!(llm_texts(b"a\xffb").unwrap(), ["a\u{fffd}b"]);
+    // A key twice: the upstream might read the value that was not judged.
+    assert_eq!(
+        llm_texts(br#"{"messages":[{"content":"SSN 123-45-6789"}],"messages":[]}"#).unwrap_err(),
+        "the JSON body has an object with the same key twice"
+    );
+    assert_eq!(
+        llm_texts(br#"{"prompt":"a","x":{"k":1,"k":2}}"#).unwrap_err(),
+        "the JSON body has an object with the same key twice"
+    );
     // A recognised body with no text has none.
     assert!(texts(r#"{"messages":[]}"#).is_empty());
 }
