@@ -10,6 +10,7 @@ use crate::rules::{check_declarations, CustomRule};
 use crate::Error;
 use serde_json::{Map, Value};
 use std::path::Path;
+use std::sync::Arc;
 
 /// A custom rule as `inspect` shows it: never its pattern.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -44,8 +45,9 @@ pub struct LoadedPack {
     pub rules: Vec<RuleSummary>,
     /// Declared solver names.
     pub solvers: Vec<String>,
-    /// The compiled engine.
-    pub evaluator: Evaluator,
+    /// The compiled engine, shared so that a stream session can own a
+    /// handle to it ([`Evaluator::stream_owned`]).
+    pub evaluator: Arc<Evaluator>,
 }
 
 /// Reads and loads the pack at `path` for `license` (already verified).
@@ -100,7 +102,7 @@ pub fn load_pack(bytes: &[u8], name: &str, license: &License) -> Result<LoadedPa
         rules: rules.iter().map(summarise).collect(),
         solvers,
         doc,
-        evaluator,
+        evaluator: Arc::new(evaluator),
     })
 }
 

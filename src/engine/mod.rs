@@ -10,8 +10,8 @@ mod stream;
 pub use decision::{Decision, Severity, Source, Trigger, BLOCKED_TEXT, PERMIT_ACTION};
 pub use receipt::{receipt_hash, RECEIPT_SCHEMA};
 pub use stream::{
-    Blocked, Released, StreamOptions, StreamSession, DEFAULT_MAX_HOLDBACK_CHARS, HOLDBACK_ACTION,
-    HOLDBACK_REASON,
+    Blocked, OwnedStreamSession, Released, Session, StreamOptions, StreamSession,
+    DEFAULT_MAX_HOLDBACK_CHARS, HOLDBACK_ACTION, HOLDBACK_REASON,
 };
 
 use crate::builtins::{Validator, CODONS, HARD_RULES};
@@ -20,8 +20,7 @@ use crate::rules::{CustomRule, RuleAction, RuleType};
 use regex_automata::meta::{Cache, Regex};
 use regex_automata::util::iter::Searcher;
 use regex_automata::{Anchored, Input, Match, MatchError, PatternID, PatternSet};
-use std::sync::Mutex;
-use std::sync::OnceLock;
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
 /// Size limit of the combined filter automaton.
@@ -183,8 +182,9 @@ pub struct Evaluator {
     required: RequiredBytes,
     /// Idle cache sets; an evaluation that finds none makes a new one.
     caches: Mutex<Vec<Caches>>,
-    /// Streaming liveness automata, built by the first stream session.
-    live: OnceLock<stream::LivePlan>,
+    /// Streaming liveness automata, built by the first stream session
+    /// (shared: every session keeps a handle, so it needs no borrow).
+    live: OnceLock<Arc<stream::LivePlan>>,
     /// Idle lazy-DFA caches of stream sessions.
     live_caches: Mutex<Vec<stream::LiveCaches>>,
 }

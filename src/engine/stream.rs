@@ -4,6 +4,13 @@
 //! match, never logs or stores a matched value, and never rescans released
 //! text.
 //!
+//! A [`Session`] holds its evaluator through a handle: a borrow
+//! ([`StreamSession`], from [`Evaluator::stream`]) for a stream that runs
+//! within one call, or an `Arc` ([`OwnedStreamSession`], from
+//! [`Evaluator::stream_owned`]) for one that must outlive any borrow, e.g. a
+//! session kept in a task across the messages of a streamed reply. Both run
+//! the same code and release the same text.
+//!
 //! # Design
 //!
 //! The engine reports, per rule, the matches of a leftmost-first,
@@ -77,6 +84,8 @@ use regex_automata::util::look::{Look, LookMatcher};
 use regex_automata::util::{start, syntax};
 use regex_automata::{Anchored, Input, MatchKind};
 use std::collections::{HashMap, HashSet};
+use std::ops::Deref;
+use std::sync::Arc;
 
 /// Default of `stream.max_holdback_chars`.
 pub const DEFAULT_MAX_HOLDBACK_CHARS: usize = 65_536;
@@ -126,15 +135,15 @@ pub struct Released {
     pub redacted: bool,
 }
 
-/// Why a session stopped releasing.
+/// Why a session stopped releasing (owned: built once, when it blocks).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Blocked<'e> {
+pub struct Blocked {
     /// The deciding action (`block_<id>`, a hard rule's, or [`HOLDBACK_ACTION`]).
-    pub action: &'e str,
+    pub action: String,
     /// Its reason.
-    pub reason: &'e str,
+    pub reason: String,
     /// The rules with committed matches when it blocked, in trigger order.
-    pub triggers: Vec<(&'e str, Severity)>,
+    pub triggers: Vec<(String, Severity)>,
 }
 
 /// The liveness automata of one evaluator, built once.
@@ -144,6 +153,9 @@ pub(super) struct LivePlan {
     slot: Vec<usize>,
     /// Severity, rule id, action and reason of each trigger slot.
     slots: Vec<SlotInfo>,
+    /// For matcher `i`: its placeholder (a copy of the evaluator's, so that
+    /// a release needs nothing but the plan).
+    placeholders: Vec<String>,
     /// For each byte, the rules it can begin a match of (bit `i` for rule
     /// `i`; rules past the 64th share bit 63).
     first_mask: [u64; 256],
@@ -195,6 +207,9 @@ impl LivePlan {
                 }
             })
             .collect();
+        let placeholders = (0..ev.matchers.len())
+            .map(|i| ev.redaction_key(i).1.to_string())
+            .collect();
         let slots = ev
             .rules
             .iter()
@@ -232,6 +247,7 @@ impl LivePlan {
             rules,
             slot,
             slots,
+            placeholders,
             first_mask,
             inner_mask,
             required_mask,
@@ -439,17 +455,42 @@ struct RuleState {
 }
 
 /// A committed match not yet released.
-struct Pending<'e> {
+struct Pending {
     start: usize,
     end: usize,
     key: (usize, usize),
-    placeholder: &'e str,
+    /// The matcher that found it; its placeholder is looked up (in the
+    /// plan) when the text is written.
+    matcher: usize,
 }
 
-/// A stream session over one evaluator (one pack of one generation).
-pub struct StreamSession<'e> {
-    ev: &'e Evaluator,
-    plan: &'e LivePlan,
+/// A stream session over one evaluator (one pack of one generation), held
+/// through `E`: a borrow ([`StreamSession`]) or a shared handle
+/// ([`OwnedStreamSession`]). Both kinds run the same code and release the
+/// same text.
+pub struct Session<E: Deref<Target = Evaluator>> {
+    ev: E,
+    core: Core,
+}
+
+/// A session that borrows its evaluator ([`Evaluator::stream`]).
+pub type StreamSession<'e> = Session<&'e Evaluator>;
+
+/// A session that holds a shared handle to its evaluator
+/// ([`Evaluator::stream_owned`]): `Send + 'static`, so it can outlive any
+/// borrow, e.g. in a task across the messages of one streamed reply.
+pub type OwnedStreamSession = Session<Arc<Evaluator>>;
+
+// An owned session can move to another task or thread.
+const _: () = {
+    const fn send_static<T: Send + 'static>() {}
+    send_static::<OwnedStreamSession>();
+};
+
+/// A session's state, whatever holds its evaluator: the evaluator is passed
+/// to each call, so one copy of the code serves both handle kinds.
+struct Core {
+    plan: Arc<LivePlan>,
     opts: StreamOptions,
     /// Held text, after `head` bytes already released (at least the last
     /// released character is kept as look-behind context).
@@ -460,7 +501,7 @@ pub struct StreamSession<'e> {
     /// Bytes of `buf` the threads have consumed.
     scanned: usize,
     rules: Vec<RuleState>,
-    pending: Vec<Pending<'e>>,
+    pending: Vec<Pending>,
     /// Reused between pushes: (last non-inner byte, rule) pairs.
     scratch: Vec<(usize, usize)>,
     /// Reused between pushes: the rules with threads or unsearched starts.
@@ -469,7 +510,7 @@ pub struct StreamSession<'e> {
     fired: Vec<bool>,
     pushed_chars: usize,
     released_chars: usize,
-    blocked: Option<Blocked<'e>>,
+    blocked: Option<Blocked>,
     finished: bool,
     /// Boxed: a search cache set is large, and it moves out and back at
     /// every push.
@@ -477,14 +518,14 @@ pub struct StreamSession<'e> {
     live: Option<Box<LiveCaches>>,
 }
 
-impl std::fmt::Debug for StreamSession<'_> {
+impl<E: Deref<Target = Evaluator>> std::fmt::Debug for Session<E> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // Held text is payload: never print it.
         f.debug_struct("StreamSession")
             .field("pack_id", &self.ev.pack_id())
-            .field("pushed_chars", &self.pushed_chars)
-            .field("released_chars", &self.released_chars)
-            .field("blocked", &self.blocked.is_some())
+            .field("pushed_chars", &self.core.pushed_chars)
+            .field("released_chars", &self.core.released_chars)
+            .field("blocked", &self.core.blocked.is_some())
             .finish()
     }
 }
@@ -512,26 +553,80 @@ impl Evaluator {
         session.finish();
     }
 
-    /// Starts a stream session (SPEC §11.1) on this pack.
+    /// Starts a stream session (SPEC §11.1) on this pack, borrowing it.
     pub fn stream(&self, opts: StreamOptions) -> StreamSession<'_> {
-        let plan = self.live.get_or_init(|| LivePlan::new(self));
-        let live = self
+        Session::new(self, opts)
+    }
+
+    /// Starts a stream session (SPEC §11.1) on this pack that keeps a clone
+    /// of the `Arc` instead of a borrow, so it can be held for as long as the
+    /// stream lasts (moved into a task or a thread, kept across messages).
+    pub fn stream_owned(self: &Arc<Self>, opts: StreamOptions) -> OwnedStreamSession {
+        Session::new(Arc::clone(self), opts)
+    }
+}
+
+impl<E: Deref<Target = Evaluator>> Session<E> {
+    fn new(ev: E, opts: StreamOptions) -> Self {
+        let core = Core::new(&ev, opts);
+        Self { ev, core }
+    }
+
+    /// Appends `piece` and returns what can be released now (SPEC §11.1).
+    /// Nothing is released once the session is blocked or finished.
+    pub fn push(&mut self, piece: &str) -> Released {
+        // Appending needs no evaluator: it is handed over for the step only,
+        // so the hot path carries no extra argument across the copy.
+        if !self.core.append(piece) {
+            return Released::default();
+        }
+        self.core.step(&self.ev, false)
+    }
+
+    /// Ends the stream and returns the rest (empty when blocked).
+    pub fn finish(&mut self) -> Released {
+        self.core.finish(&self.ev)
+    }
+
+    /// Why the session blocked, once it has.
+    pub fn blocked(&self) -> Option<&Blocked> {
+        self.core.blocked.as_ref()
+    }
+
+    /// Code points pushed so far.
+    pub fn pushed_chars(&self) -> usize {
+        self.core.pushed_chars
+    }
+
+    /// Code points pushed but not yet released.
+    pub fn held_chars(&self) -> usize {
+        self.core.held_chars()
+    }
+}
+
+impl<E: Deref<Target = Evaluator>> Drop for Session<E> {
+    fn drop(&mut self) {
+        self.core.give_back(&self.ev);
+    }
+}
+
+impl Core {
+    fn new(ev: &Evaluator, opts: StreamOptions) -> Self {
+        let plan = Arc::clone(ev.live.get_or_init(|| Arc::new(LivePlan::new(ev))));
+        let live = ev
             .live_caches
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .pop()
             .unwrap_or_else(|| plan.caches());
-        let caches = self
-            .idle_caches()
-            .pop()
-            .unwrap_or_else(|| self.new_caches());
+        let caches = ev.idle_caches().pop().unwrap_or_else(|| ev.new_caches());
         let clears: Vec<usize> = live
             .0
             .iter()
             .map(|c| c.as_ref().map_or(0, LazyCache::clear_count))
             .collect();
-        StreamSession {
-            ev: self,
+        let fired = vec![false; plan.slots.len()];
+        Self {
             plan,
             opts,
             buf: String::new(),
@@ -552,7 +647,7 @@ impl Evaluator {
             pending: Vec::new(),
             scratch: Vec::new(),
             busy: Vec::new(),
-            fired: vec![false; plan.slots.len()],
+            fired,
             pushed_chars: 0,
             released_chars: 0,
             blocked: None,
@@ -561,67 +656,51 @@ impl Evaluator {
             live: Some(Box::new(live)),
         }
     }
-}
 
-impl Drop for StreamSession<'_> {
-    fn drop(&mut self) {
+    /// Returns the session's caches to `ev`'s idle pools.
+    fn give_back(&mut self, ev: &Evaluator) {
         if let Some(c) = self.caches.take() {
-            self.ev.idle_caches().push(*c);
+            ev.idle_caches().push(*c);
         }
         if let Some(l) = self.live.take() {
-            self.ev
-                .live_caches
+            ev.live_caches
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
                 .push(*l);
         }
     }
-}
 
-impl<'e> StreamSession<'e> {
-    /// Appends `piece` and returns what can be released now (SPEC §11.1).
-    /// Nothing is released once the session is blocked or finished.
-    pub fn push(&mut self, piece: &str) -> Released {
+    /// Appends `piece` unless the session is blocked or finished; returns
+    /// whether it did (and a step is due).
+    fn append(&mut self, piece: &str) -> bool {
         if self.blocked.is_some() || self.finished {
-            return Released::default();
+            return false;
         }
         self.pushed_chars += piece.chars().count();
         self.buf.push_str(piece);
-        self.step(false)
+        true
     }
 
-    /// Ends the stream and returns the rest (empty when blocked).
-    pub fn finish(&mut self) -> Released {
+    fn finish(&mut self, ev: &Evaluator) -> Released {
         if self.blocked.is_some() || self.finished {
             self.finished = true;
             return Released::default();
         }
-        let out = self.step(true);
+        let out = self.step(ev, true);
         self.finished = true;
         out
     }
 
-    /// Why the session blocked, once it has.
-    pub fn blocked(&self) -> Option<&Blocked<'e>> {
-        self.blocked.as_ref()
-    }
-
-    /// Code points pushed so far.
-    pub fn pushed_chars(&self) -> usize {
-        self.pushed_chars
-    }
-
-    /// Code points pushed but not yet released.
-    pub fn held_chars(&self) -> usize {
+    fn held_chars(&self) -> usize {
         self.pushed_chars - self.released_chars
     }
 
-    fn step(&mut self, eoi: bool) -> Released {
+    fn step(&mut self, ev: &Evaluator, eoi: bool) -> Released {
         let n = self.buf.len();
         let mut caches = self.caches.take();
         let mut live = self.live.take();
         let out = match (&mut caches, &mut live) {
-            (Some(c), Some(l)) => self.settle_and_release(n, eoi, c, l),
+            (Some(c), Some(l)) => self.settle_and_release(ev, n, eoi, c, l),
             _ => Released::default(),
         };
         self.caches = caches;
@@ -631,6 +710,7 @@ impl<'e> StreamSession<'e> {
 
     fn settle_and_release(
         &mut self,
+        ev: &Evaluator,
         n: usize,
         eoi: bool,
         caches: &mut Caches,
@@ -684,7 +764,7 @@ impl<'e> StreamSession<'e> {
             .any(|&i| searching(&self.rules[i], self.plan.rules[i].dfa.is_some()))
             .then(|| {
                 let min_p = self.rules.iter().map(|r| r.p).min().unwrap_or(n);
-                self.ev.required.scan(&self.buf.as_bytes()[min_p..n])
+                ev.required.scan(&self.buf.as_bytes()[min_p..n])
             });
         for &i in &busy {
             let st = &mut self.rules[i];
@@ -696,11 +776,11 @@ impl<'e> StreamSession<'e> {
             let candidate = mask
                 .as_ref()
                 .is_some_and(|m| m[i / 64] & (1 << (i % 64)) != 0);
-            fatal |= self.commit(i, n, eoi, candidate, caches, live.0[i].as_mut());
+            fatal |= self.commit(ev, i, n, eoi, candidate, caches, live.0[i].as_mut());
         }
         self.busy = busy;
         if fatal && self.opts.block_on_fatal {
-            self.block_on_fired();
+            self.block_on_fired(ev);
             return Released::default();
         }
         let q = if eoi {
@@ -714,8 +794,8 @@ impl<'e> StreamSession<'e> {
         let out = self.release(q, n, eoi);
         if !eoi && self.held_chars() > self.opts.max_holdback_chars {
             self.blocked = Some(Blocked {
-                action: HOLDBACK_ACTION,
-                reason: HOLDBACK_REASON,
+                action: HOLDBACK_ACTION.to_string(),
+                reason: HOLDBACK_REASON.to_string(),
                 triggers: Vec::new(),
             });
             return Released::default();
@@ -802,7 +882,7 @@ impl<'e> StreamSession<'e> {
     /// for each rule's last non-inner byte, one forwards for the bytes that
     /// can begin and that complete a match before it.
     fn advance_all(&mut self, from: usize, to: usize, live: &mut LiveCaches) {
-        let plan = self.plan;
+        let plan = &*self.plan;
         let bytes = &self.buf.as_bytes()[from..to];
         let mut active = 0u64;
         for (i, st) in self.rules.iter().enumerate() {
@@ -867,8 +947,10 @@ impl<'e> StreamSession<'e> {
     }
 
     /// Commits rule `i`'s settled matches; returns whether one is FATAL.
+    #[allow(clippy::too_many_arguments)]
     fn commit(
         &mut self,
+        ev: &Evaluator,
         i: usize,
         n: usize,
         eoi: bool,
@@ -890,9 +972,9 @@ impl<'e> StreamSession<'e> {
                 return fatal;
             };
             let found = next_match(
-                &self.ev.matchers[i].regex,
+                &ev.matchers[i].regex,
                 &mut caches.exact[i],
-                self.ev.matchers[i].filter.as_ref(),
+                ev.matchers[i].filter.as_ref(),
                 caches.filter[i].as_mut(),
                 &self.buf[..n],
                 from,
@@ -907,15 +989,15 @@ impl<'e> StreamSession<'e> {
                 mark(&mut st.dirty, st.p);
                 continue;
             }
-            let m = &self.ev.matchers[i];
+            let m = &ev.matchers[i];
             if validate(m.validator, &self.buf[s..e]) {
                 let slot = self.plan.slot[i];
-                let (key, placeholder) = self.ev.redaction_key(i);
+                let (key, _) = ev.redaction_key(i);
                 self.pending.push(Pending {
                     start: s,
                     end: e,
                     key,
-                    placeholder,
+                    matcher: i,
                 });
                 self.fired[slot] = true;
                 fatal |= self.plan.slots[slot].severity == Severity::Fatal;
@@ -983,14 +1065,14 @@ impl<'e> StreamSession<'e> {
     }
 
     /// Blocks on the first fired FATAL trigger.
-    fn block_on_fired(&mut self) {
+    fn block_on_fired(&mut self, ev: &Evaluator) {
         let slots = &self.plan.slots;
-        let triggers: Vec<(&'e str, Severity)> = self
+        let triggers: Vec<(String, Severity)> = self
             .fired
             .iter()
             .enumerate()
             .filter(|(_, f)| **f)
-            .map(|(s, _)| (self.slot_id(s), slots[s].severity))
+            .map(|(s, _)| (self.slot_id(ev, s).to_string(), slots[s].severity))
             .collect();
         let deciding = self
             .fired
@@ -999,31 +1081,19 @@ impl<'e> StreamSession<'e> {
             .find(|(s, f)| **f && slots[*s].severity == Severity::Fatal)
             .map(|(s, _)| s);
         if let Some(s) = deciding {
-            let (action, reason) = self.slot_action(s);
+            let (action, reason) = slot_action(ev, s);
             self.blocked = Some(Blocked {
-                action,
-                reason,
+                action: action.to_string(),
+                reason: reason.to_string(),
                 triggers,
             });
         }
     }
 
-    fn slot_id(&self, s: usize) -> &'e str {
-        let ev: &'e Evaluator = self.ev;
+    fn slot_id<'a>(&self, ev: &'a Evaluator, s: usize) -> &'a str {
         match ev.rules.get(s) {
             Some(r) => r.id.as_str(),
             None => self.plan.slots[s].id,
-        }
-    }
-
-    fn slot_action(&self, s: usize) -> (&'e str, &'e str) {
-        let ev: &'e Evaluator = self.ev;
-        match ev.rules.get(s) {
-            Some(r) => (r.action.as_str(), r.reason.as_str()),
-            None => {
-                let h = &HARD_RULES[s - ev.rules.len()];
-                (h.action, h.reason)
-            }
         }
     }
 
@@ -1046,10 +1116,17 @@ impl<'e> StreamSession<'e> {
         let regions = if self.pending.is_empty() {
             Vec::new()
         } else {
-            let mut items: Vec<Item<'e>> = self
+            let mut items: Vec<Item<'_>> = self
                 .pending
                 .iter()
-                .map(|p| (p.start, p.end, p.key, p.placeholder))
+                .map(|p| {
+                    (
+                        p.start,
+                        p.end,
+                        p.key,
+                        self.plan.placeholders[p.matcher].as_str(),
+                    )
+                })
                 .collect();
             sweep(&mut items)
         };
@@ -1070,14 +1147,12 @@ impl<'e> StreamSession<'e> {
         }
         let mut text = String::new();
         write_regions(&mut text, &self.buf, self.head, cut, regions);
+        let redacted = !regions.is_empty();
         self.released_chars += self.buf[self.head..cut].chars().count();
         self.pending.retain(|p| p.start >= cut);
         self.head = cut;
         self.compact();
-        Released {
-            text,
-            redacted: !regions.is_empty(),
-        }
+        Released { text, redacted }
     }
 
     /// The Python runtime's cut (`lookahead_chars` = L): just after the last
@@ -1127,6 +1202,17 @@ impl<'e> StreamSession<'e> {
         for p in &mut self.pending {
             p.start -= shift;
             p.end -= shift;
+        }
+    }
+}
+
+/// The action and reason of trigger slot `s`.
+fn slot_action(ev: &Evaluator, s: usize) -> (&str, &str) {
+    match ev.rules.get(s) {
+        Some(r) => (r.action.as_str(), r.reason.as_str()),
+        None => {
+            let h = &HARD_RULES[s - ev.rules.len()];
+            (h.action, h.reason)
         }
     }
 }

@@ -162,12 +162,12 @@ fn blocked_reason(decisions: &[Decision<'_>]) -> Option<String> {
 /// Code points at the end of `clean` (= W(T)) that a continuation of `text`
 /// could still change: what a §11 session holds back after one push of `text`.
 /// `Err` with the session's reason when it fails closed (hold-back limit).
-fn holdback<'e>(
-    ev: &'e Evaluator,
+fn holdback(
+    ev: &Evaluator,
     text: &str,
     clean: &str,
     max_holdback_chars: usize,
-) -> Result<usize, &'e str> {
+) -> Result<usize, String> {
     let mut session = ev.stream(StreamOptions {
         block_on_fatal: false,
         lookahead_chars: 0,
@@ -175,7 +175,7 @@ fn holdback<'e>(
     });
     let released = session.push(text);
     if let Some(b) = session.blocked() {
-        return Err(b.reason);
+        return Err(b.reason.clone());
     }
     // The release is a prefix of W(T) by §11.1; if it ever were not, hold
     // everything back rather than let LiteLLM send a wrong prefix.
@@ -201,7 +201,7 @@ fn judge<'e>(
         for (text, d) in call.texts.iter().zip(&decisions) {
             match holdback(ev, text, &d.clean_text, max_holdback_chars) {
                 Ok(h) => holdbacks.push(h),
-                Err(reason) => return (blocked(reason.to_string()), decisions),
+                Err(reason) => return (blocked(reason), decisions),
             }
         }
     }

@@ -231,12 +231,12 @@ fn run_session(
                 text: "",
                 redacted: false,
                 blocked: true,
-                reason: b.reason,
-                action: b.action,
+                reason: &b.reason,
+                action: &b.action,
                 triggers: b
                     .triggers
                     .iter()
-                    .map(|&(rule_id, severity)| EventTrigger {
+                    .map(|(rule_id, severity)| EventTrigger {
                         rule_id,
                         severity: severity.as_str(),
                     })

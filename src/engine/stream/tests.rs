@@ -94,7 +94,10 @@ fn fatal_match_blocks_once_final_and_releases_nothing_after() {
         b.reason,
         "Statutory violation: Social Security Number (GLBA / FCRA) detected"
     );
-    assert_eq!(b.triggers, vec![("RULE-GLBA-SSN-BLOCK", Severity::Fatal)]);
+    assert_eq!(
+        b.triggers,
+        vec![("RULE-GLBA-SSN-BLOCK".to_string(), Severity::Fatal)]
+    );
     assert_eq!(s.push("more").text, "");
     assert_eq!(s.finish().text, "");
 }
@@ -215,4 +218,92 @@ fn a_pattern_with_many_dfa_states_streams_exactly() {
     let (out, _) = run(&e, text, 3, StreamOptions::default());
     assert_eq!(out.concat(), e.redacted_text(text));
     assert_eq!(out.concat(), "abc and [REDACTED_RUNS] then zzz");
+}
+
+/// Cuts `text` into pieces of `size` bytes, moved on to the next code-point
+/// boundary.
+fn byte_pieces(text: &str, size: usize) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    while at < text.len() {
+        let mut end = (at + size).min(text.len());
+        while !text.is_char_boundary(end) {
+            end += 1;
+        }
+        out.push(&text[at..end]);
+        at = end;
+    }
+    out
+}
+
+/// Every release of a session over `text` in 3-byte pieces (the finish's
+/// last) and how it blocked.
+fn releases<E: Deref<Target = Evaluator>>(
+    mut s: Session<E>,
+    text: &str,
+) -> (Vec<Released>, Option<Blocked>) {
+    let mut out: Vec<Released> = byte_pieces(text, 3).iter().map(|p| s.push(p)).collect();
+    out.push(s.finish());
+    (out, s.blocked().cloned())
+}
+
+#[test]
+fn an_owned_session_releases_and_blocks_as_a_borrowed_one() {
+    let e = Arc::new(builtin_only());
+    let idle = |e: &Evaluator| e.live_caches.lock().map_or(0, |l| l.len());
+    let mut results = Vec::new();
+    for text in [
+        "Écrivez à jane.doe@example.com — merci, à demain",
+        "my SSN is 123-45-6789, thanks",
+    ] {
+        let borrowed = releases(e.stream(StreamOptions::default()), text);
+        let pooled = idle(&e);
+        let owned = e.stream_owned(StreamOptions::default());
+        assert_eq!(idle(&e) + 1, pooled);
+        let owned = releases(owned, text);
+        // Dropped: its caches are back in the evaluator's pools.
+        assert_eq!(idle(&e), pooled);
+        assert_eq!(owned, borrowed, "{text:?}");
+        results.push(owned);
+    }
+    // Neither case is vacuous: the e-mail is redacted, the SSN blocks.
+    let (email, ssn) = (&results[0], &results[1]);
+    let text: String = email.0.iter().map(|r| r.text.as_str()).collect();
+    assert_eq!(text, "Écrivez à [REDACTED_EMAIL] — merci, à demain");
+    assert_eq!(email.1, None);
+    assert!(ssn.0.iter().all(|r| !r.text.contains("6789")));
+    assert_eq!(
+        ssn.1,
+        Some(Blocked {
+            action: "block_glba_ssn_leakage".to_string(),
+            reason: "Statutory violation: Social Security Number (GLBA / FCRA) detected"
+                .to_string(),
+            triggers: vec![("RULE-GLBA-SSN-BLOCK".to_string(), Severity::Fatal)],
+        })
+    );
+}
+
+#[test]
+fn an_owned_session_moves_into_a_thread() {
+    fn send_static<T: Send + 'static>(t: T) -> T {
+        t
+    }
+    let e = Arc::new(builtin_only());
+    let text = "write to jane.doe@example.com or call 212-555-0187 today";
+    let want = e.redacted_text(text);
+    let mut s = send_static(e.stream_owned(StreamOptions::default()));
+    let first = s.push("write ");
+    // The session alone keeps the evaluator alive from here on.
+    drop(e);
+    let released = std::thread::spawn(move || {
+        let mut out = String::new();
+        for p in byte_pieces(&text["write ".len()..], 3) {
+            out.push_str(&s.push(p).text);
+        }
+        out.push_str(&s.finish().text);
+        out
+    })
+    .join()
+    .unwrap();
+    assert_eq!(first.text + &released, want);
 }
