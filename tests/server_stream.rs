@@ -8,7 +8,7 @@ mod server_support;
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use axum::Router;
-use helixor::server::{router, AppState, Config, Generation, Sources};
+use helixor::server::{router, AppState, Config};
 use http_body_util::BodyExt;
 use serde_json::{json, Value};
 use server_support::{Fixture, Server};
@@ -29,16 +29,7 @@ fn setup() -> Setup {
 
 fn setup_with(tweak: impl FnOnce(&mut Config)) -> Setup {
     let fx = Fixture::new();
-    let license = fx.license();
-    let packs_dir = fx.path().join("packs");
-    fx.packs(&license, &packs_dir, "1.0.0");
-    let mut config = Config::with_packs_dir(&packs_dir);
-    config.license = Some(license);
-    config.issuer_keys = Some(fx.issuer_dir.clone());
-    config.default_pack = Some(PII_PACK.into());
-    tweak(&mut config);
-    let generation = Generation::load(&Sources::from_config(&config), 1).unwrap();
-    let state = AppState::new(config, Some(generation)).unwrap();
+    let state = server_support::pii_state(&fx, tweak);
     let app = router(Arc::clone(&state));
     Setup {
         _fx: fx,

@@ -672,7 +672,7 @@ pub fn luhn(s: &str) -> bool {
         };
         count += 1;
     }
-    count >= 2 && sum % 10 == 0
+    count >= 2 && sum.is_multiple_of(10)
 }
 
 /// The reference SSN look-aheads: area not 000, 666 or 9xx; group not 00;

@@ -53,10 +53,13 @@ const KEYS: &[(&str, Kind)] = &[
     ("log.format", Kind::Str),
     ("log.level", Kind::Str),
     ("stream.max_holdback_chars", Kind::Uint),
+    ("ext_proc.listen", Kind::Str),
 ];
 
 /// The sections (keys holding a mapping).
-const SECTIONS: &[&str] = &["reload", "limits", "auth", "shutdown", "log", "stream"];
+const SECTIONS: &[&str] = &[
+    "reload", "limits", "auth", "shutdown", "log", "stream", "ext_proc",
+];
 
 /// The environment variable of a key: `reload.debounce_ms` → `HELIXOR_RELOAD_DEBOUNCE_MS`.
 pub fn env_var_of(key: &str) -> String {
@@ -153,6 +156,9 @@ pub struct Config {
     /// Stream sessions (SPEC §11.1): most code points a session may hold
     /// back before it blocks (fail closed).
     pub max_holdback_chars: usize,
+    /// Where Envoy's external processing gRPC service listens (SPEC §12.3;
+    /// `ext_proc.listen`); `None`: off.
+    pub ext_proc_listen: Option<SocketAddr>,
 }
 
 impl Config {
@@ -185,6 +191,7 @@ impl Config {
                 level: "info".into(),
             },
             max_holdback_chars: crate::engine::DEFAULT_MAX_HOLDBACK_CHARS,
+            ext_proc_listen: None,
         }
     }
 }
@@ -440,6 +447,13 @@ fn build(m: &BTreeMap<&'static str, Raw>) -> Result<Config, Error> {
                 "key `listen`: `{l}` is not an address such as {DEFAULT_LISTEN} or 0.0.0.0:8080"
             ))
         })?;
+    }
+    if let Some(l) = string("ext_proc.listen").filter(|s| !s.is_empty()) {
+        c.ext_proc_listen = Some(parse_listen(&l).ok_or_else(|| {
+            config_error(format!(
+                "key `ext_proc.listen`: `{l}` is not an address such as 127.0.0.1:9090 or 0.0.0.0:9090"
+            ))
+        })?);
     }
     c.license = path("license");
     c.issuer_keys = path("issuer_keys");

@@ -8,6 +8,7 @@
 
 use super::generation::Generation;
 use super::litellm::pack_header;
+use super::llm_body::{texts_mut, Direction};
 use super::routes::{
     choose, json_response, noted, off_workers, parse_strict, read_body, serving, ApiError,
     AppStateRef,
@@ -39,81 +40,21 @@ pub fn llm_texts(body: &[u8]) -> Result<Vec<String>, String> {
     let parsed = match parse_strict(body) {
         Ok(v) => v,
         Err(_) if serde_json::from_slice::<serde::de::IgnoredAny>(body).is_ok() => {
-            return Err("the JSON body has an object with the same key twice".into())
+            return Err(DUPLICATE_KEY.into())
         }
         Err(_) => return whole(),
     };
-    let Value::Object(obj) = parsed else {
+    let Value::Object(mut obj) = parsed else {
         return whole();
     };
-    let mut texts = Vec::new();
-    let recognised = ["messages", "prompt", "input", "system"]
-        .iter()
-        .any(|k| obj.contains_key(*k));
-    if !recognised {
-        return whole();
+    match texts_mut(&mut obj, Direction::Request) {
+        Some(texts) => Ok(texts.into_iter().map(std::mem::take).collect()),
+        None => whole(),
     }
-    if let Some(system) = obj.get("system") {
-        content_texts(system, &mut texts);
-    }
-    if let Some(Value::Array(messages)) = obj.get("messages") {
-        for m in messages {
-            if let Some(c) = m.get("content") {
-                content_texts(c, &mut texts);
-            }
-        }
-    }
-    match obj.get("prompt") {
-        Some(Value::String(s)) => texts.push(s.clone()),
-        Some(Value::Array(items)) => {
-            texts.extend(items.iter().filter_map(Value::as_str).map(str::to_string));
-        }
-        _ => {}
-    }
-    match obj.get("input") {
-        Some(Value::String(s)) => texts.push(s.clone()),
-        Some(Value::Array(items)) => {
-            for item in items {
-                match item {
-                    Value::String(s) => texts.push(s.clone()),
-                    Value::Object(o) => match o.get("content") {
-                        Some(c) => content_texts(c, &mut texts),
-                        None => {
-                            if let Some(Value::String(t)) = o.get("text") {
-                                texts.push(t.clone());
-                            }
-                        }
-                    },
-                    _ => {}
-                }
-            }
-        }
-        _ => {}
-    }
-    Ok(texts)
 }
 
-/// A message content: a string, or parts whose `text` is a string (OpenAI
-/// `text` / `input_text` / `output_text`, Anthropic `text` blocks).
-fn content_texts(content: &Value, out: &mut Vec<String>) {
-    match content {
-        Value::String(s) => out.push(s.clone()),
-        Value::Array(parts) => {
-            for p in parts {
-                match p {
-                    Value::String(s) => out.push(s.clone()),
-                    Value::Object(o) => {
-                        if let Some(Value::String(t)) = o.get("text") {
-                            out.push(t.clone());
-                        }
-                    }
-                    _ => {}
-                }
-            }
-        }
-        _ => {}
-    }
-}
+/// Why a JSON body with a key twice is refused.
+pub(super) const DUPLICATE_KEY: &str = "the JSON body has an object with the same key twice";
 
 /// The decision that speaks for a request: the first FATAL one, else the
 /// first that redacted, else the first.

@@ -12,14 +12,18 @@
 //! - [`auth`]: bearer tokens;
 //! - `litellm`: LiteLLM's generic guardrail API (SPEC §12.1);
 //! - `envoy`: Envoy's external authorization, HTTP service mode (SPEC §12.2);
+//! - [`ext_proc`]: Envoy's external processing over gRPC (SPEC §12.3);
+//! - `llm_body`: where the texts are in LLM request and reply bodies;
 //! - [`healthcheck`]: the `helixor-pack healthcheck` probe client.
 
 pub mod auth;
 pub mod config;
 mod envoy;
+pub mod ext_proc;
 pub mod generation;
 pub mod healthcheck;
 mod litellm;
+mod llm_body;
 pub mod metrics;
 pub mod reload;
 pub mod routes;
@@ -198,6 +202,26 @@ pub async fn run(config: Config) -> Result<u8, Error> {
     let local: SocketAddr = listener
         .local_addr()
         .map_err(io("cannot read the bound address"))?;
+    let (stop_tx, mut stop_rx) = tokio::sync::watch::channel(false);
+    let ext_proc = match state.config.ext_proc_listen {
+        Some(addr) => {
+            let mut rx = stop_rx.clone();
+            let stop = async move {
+                while !*rx.borrow() {
+                    if rx.changed().await.is_err() {
+                        std::future::pending::<()>().await;
+                    }
+                }
+            };
+            let (bound, task) = ext_proc::spawn(Arc::clone(&state), addr, stop).await?;
+            let mut out = std::io::stdout().lock();
+            let _ = writeln!(out, "ext_proc listening on {bound}");
+            let _ = out.flush();
+            tracing::info!(address = %bound, "ext_proc listening");
+            Some(task)
+        }
+        None => None,
+    };
     {
         let mut out = std::io::stdout().lock();
         let _ = writeln!(out, "listening on {local}");
@@ -211,7 +235,6 @@ pub async fn run(config: Config) -> Result<u8, Error> {
     reload::spawn_rescan(&state);
     reload::spawn_sighup(&state, hup);
 
-    let (stop_tx, mut stop_rx) = tokio::sync::watch::channel(false);
     let shutdown_state = Arc::clone(&state);
     let shutdown = async move {
         let (mut term, mut int) = (term, int);
@@ -245,8 +268,13 @@ pub async fn run(config: Config) -> Result<u8, Error> {
         }
         tokio::time::sleep(grace).await;
     };
+    let ext_proc_done = async move {
+        if let Some(task) = ext_proc {
+            let _ = task.await;
+        }
+    };
     tokio::select! {
-        r = server => r.map_err(io("the server failed"))?,
+        r = async { tokio::join!(server, ext_proc_done).0 } => r.map_err(io("the server failed"))?,
         () = grace_over => tracing::warn!("grace period over: requests still in flight are dropped"),
     }
     tracing::info!("stopped");

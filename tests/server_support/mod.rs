@@ -115,6 +115,25 @@ impl Fixture {
     }
 }
 
+/// The state of a fresh deployment in `fx` (a license, both packs, the PII
+/// pack as `default_pack`) after `tweak`, serving its generation 1.
+pub fn pii_state(
+    fx: &Fixture,
+    tweak: impl FnOnce(&mut helixor::server::Config),
+) -> std::sync::Arc<helixor::server::AppState> {
+    use helixor::server::{AppState, Config, Generation, Sources};
+    let license = fx.license();
+    let packs_dir = fx.path().join("packs");
+    fx.packs(&license, &packs_dir, "1.0.0");
+    let mut config = Config::with_packs_dir(&packs_dir);
+    config.license = Some(license);
+    config.issuer_keys = Some(fx.issuer_dir.clone());
+    config.default_pack = Some("compliance.regulatory_pii_guard.v1".into());
+    tweak(&mut config);
+    let generation = Generation::load(&Sources::from_config(&config), 1).unwrap();
+    AppState::new(config, Some(generation)).unwrap()
+}
+
 /// A directory laid out as the kubelet lays out a projected volume:
 /// `..data -> ..<timestamp>/`, `license.hxlic -> ..data/license.hxlic`,
 /// `packs -> ..data/packs`. [`K8sVolume::deploy`] swaps `..data` atomically.
