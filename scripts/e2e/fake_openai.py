@@ -3,7 +3,7 @@
 
 Standard library only. Listens on 127.0.0.1 only.
 
-    python3 fake_openai.py --port 0 --record /tmp/upstream.jsonl
+    python3 fake_openai.py --port 0 --record /tmp/upstream.jsonl [--record-requests /tmp/requests.jsonl]
 
 prints ``listening on 127.0.0.1:PORT`` (flushed) once it accepts connections.
 
@@ -28,11 +28,26 @@ Routes
       message when there is no ``REPLY:``.
       A marker ``DELAYMS:N`` (before ``REPLY:`` too) sleeps N ms before each
       content piece; --chunk-delay-ms sets the default.
+      A marker ``SSESPLIT:K`` (before ``REPLY:`` too) writes every SSE event
+      of a streamed reply as K pieces of bytes (cut anywhere, inside a UTF-8
+      sequence included), each its own HTTP chunk, flushed, 2 ms apart, so
+      that a proxy in between sees events split across reads.
+      A marker ``JSONCHUNKS:N`` (before ``REPLY:`` too) writes a non-streamed
+      reply's JSON body in N pieces of bytes, flushed, 5 ms apart (its
+      Content-Length is that of the whole body).
+  Every request, any route: with --record-requests, one JSON line
+      ``{"method", "path", "headers": [[name, value], ...], "content_length":
+      int or null, "chunked": bool, "body_bytes": int, "body": str}`` (the
+      header names as received, the body as read, decoded as UTF-8 with
+      replacement), written before the answer.
   GET /health, GET /v1/health -> 200 {"status": "ok"}
   GET /v1/models, GET /models -> a one-model list
 
 Responses use HTTP/1.1: Content-Length for JSON bodies, chunked transfer
-encoding for the SSE stream (flushed after every event).
+encoding for the SSE stream (flushed after every event). The head and the
+body are separate writes: with Nagle's algorithm on (the default) a peer that
+delays its ACKs can see the body up to ~40 ms after the head; --tcp-nodelay
+turns it off, for latency measurements.
 """
 
 from __future__ import annotations
@@ -52,6 +67,8 @@ REPLY_MARKER = "REPLY:"
 REPLY64_MARKER = "REPLY64:"
 CUTS_RE = re.compile(r"CUTS:(\d+(?:,\d+)*)")
 DELAY_RE = re.compile(r"DELAYMS:(\d+)")
+SSESPLIT_RE = re.compile(r"SSESPLIT:(\d+)")
+JSONCHUNKS_RE = re.compile(r"JSONCHUNKS:(\d+)")
 DEFAULT_PIECE = 4
 
 
@@ -107,6 +124,27 @@ def plan_reply(text: str, default_delay_ms: int) -> tuple[str, list[str], int]:
     return reply, pieces, delay_ms
 
 
+def control_of(text: str) -> str:
+    """The part of the last user message where markers are looked for."""
+    for marker in (REPLY64_MARKER, REPLY_MARKER):
+        idx = text.find(marker)
+        if idx >= 0:
+            return text[:idx]
+    return text
+
+
+def marker_int(regex, text: str, default: int) -> int:
+    m = regex.search(control_of(text))
+    return int(m.group(1)) if m else default
+
+
+def split_bytes(data: bytes, parts: int) -> list[bytes]:
+    """``data`` cut into ``parts`` pieces of about equal size (none empty)."""
+    parts = max(1, min(parts, len(data)))
+    bounds = [round(i * len(data) / parts) for i in range(parts + 1)]
+    return [data[a:b] for a, b in zip(bounds, bounds[1:]) if b > a]
+
+
 def rough_tokens(text: str) -> int:
     return max(1, len(text.split())) if text else 0
 
@@ -116,6 +154,7 @@ class Handler(BaseHTTPRequestHandler):
     server_version = "fake-openai/1"
     # set on the class by main()
     record_path: str | None = None
+    requests_path: str | None = None
     record_lock = threading.Lock()
     default_delay_ms = 0
     quiet = False
@@ -142,13 +181,17 @@ class Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         return self.rfile.read(length) if length > 0 else b""
 
-    def _send_json(self, status: int, obj) -> None:
+    def _send_json(self, status: int, obj, parts: int = 1) -> None:
         payload = json.dumps(obj).encode("utf-8")
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(payload)))
         self.end_headers()
-        self.wfile.write(payload)
+        for i, piece in enumerate(split_bytes(payload, parts)):
+            if i:
+                self.wfile.flush()
+                time.sleep(0.005)
+            self.wfile.write(piece)
         self.wfile.flush()
 
     def _record(self, body) -> None:
@@ -160,17 +203,44 @@ class Handler(BaseHTTPRequestHandler):
                 f.write(line + "\n")
                 f.flush()
 
+    def _record_request(self, raw: bytes) -> None:
+        if not self.requests_path:
+            return
+        length = self.headers.get("Content-Length")
+        try:
+            length = int(length) if length is not None else None
+        except ValueError:
+            pass
+        line = json.dumps({
+            "method": self.command,
+            "path": self.path,
+            "headers": [[k, v] for k, v in self.headers.items()],
+            "content_length": length,
+            "chunked": "chunked" in (self.headers.get("Transfer-Encoding") or "").lower(),
+            "body_bytes": len(raw),
+            "body": raw.decode("utf-8", errors="replace"),
+        }, ensure_ascii=False)
+        with self.record_lock:
+            with open(self.requests_path, "a", encoding="utf-8") as f:
+                f.write(line + "\n")
+                f.flush()
+
     def _write_chunk(self, data: bytes) -> None:
         self.wfile.write(b"%x\r\n" % len(data) + data + b"\r\n")
         self.wfile.flush()
 
-    def _sse(self, obj) -> None:
+    def _sse(self, obj, split: int = 1) -> None:
         data = obj if isinstance(obj, str) else json.dumps(obj, ensure_ascii=False)
-        self._write_chunk(("data: " + data + "\n\n").encode("utf-8"))
+        event = ("data: " + data + "\n\n").encode("utf-8")
+        for i, piece in enumerate(split_bytes(event, split)):
+            if i:
+                time.sleep(0.002)
+            self._write_chunk(piece)
 
     # ---- routes ------------------------------------------------------------------
     def do_GET(self):
         path = self.path.split("?", 1)[0]
+        self._record_request(b"")
         if path in ("/health", "/v1/health", "/healthz"):
             self._send_json(200, {"status": "ok"})
         elif path in ("/v1/models", "/models"):
@@ -182,6 +252,7 @@ class Handler(BaseHTTPRequestHandler):
     def do_POST(self):
         path = self.path.split("?", 1)[0]
         raw = self._read_body()
+        self._record_request(raw)
         if path not in ("/v1/chat/completions", "/chat/completions"):
             self._send_json(404, {"error": {"message": "not found", "type": "not_found"}})
             return
@@ -195,7 +266,10 @@ class Handler(BaseHTTPRequestHandler):
             return
         self._record(body)
 
-        reply, pieces, delay_ms = plan_reply(last_user_text(body), self.default_delay_ms)
+        text = last_user_text(body)
+        reply, pieces, delay_ms = plan_reply(text, self.default_delay_ms)
+        sse_split = marker_int(SSESPLIT_RE, text, 1)
+        json_chunks = marker_int(JSONCHUNKS_RE, text, 1)
         model = body.get("model") if isinstance(body.get("model"), str) else "fake"
         cid = "chatcmpl-" + uuid.uuid4().hex[:24]
         created = int(time.time())
@@ -220,12 +294,12 @@ class Handler(BaseHTTPRequestHandler):
                                      "finish_reason": finish_reason}]}
 
             try:
-                self._sse(chunk({"role": "assistant", "content": ""}))
+                self._sse(chunk({"role": "assistant", "content": ""}), sse_split)
                 for piece in pieces:
                     if delay_ms:
                         time.sleep(delay_ms / 1000.0)
-                    self._sse(chunk({"content": piece}))
-                self._sse(chunk({}, "stop"))
+                    self._sse(chunk({"content": piece}), sse_split)
+                self._sse(chunk({}, "stop"), sse_split)
                 opts = body.get("stream_options")
                 if isinstance(opts, dict) and opts.get("include_usage") is True:
                     self._sse({"id": cid, "object": "chat.completion.chunk", "created": created,
@@ -242,20 +316,26 @@ class Handler(BaseHTTPRequestHandler):
             "choices": [{"index": 0, "message": {"role": "assistant", "content": reply},
                          "logprobs": None, "finish_reason": "stop"}],
             "usage": usage,
-        })
+        }, json_chunks)
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     ap.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (0 = ephemeral)")
     ap.add_argument("--record", default=None, help="append each received JSON body as a line here")
+    ap.add_argument("--record-requests", default=None,
+                    help="append each request (method, path, headers, body) as a JSON line here")
     ap.add_argument("--chunk-delay-ms", type=int, default=0, help="sleep before each streamed piece")
     ap.add_argument("--quiet", action="store_true", help="no access log on stderr")
+    ap.add_argument("--tcp-nodelay", action="store_true",
+                    help="set TCP_NODELAY on connections (no Nagle delay between a head and its body)")
     args = ap.parse_args(argv)
 
     Handler.record_path = args.record
+    Handler.requests_path = args.record_requests
     Handler.default_delay_ms = args.chunk_delay_ms
     Handler.quiet = args.quiet
+    Handler.disable_nagle_algorithm = args.tcp_nodelay
     ThreadingHTTPServer.daemon_threads = True
     ThreadingHTTPServer.allow_reuse_address = True
     server = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)

@@ -28,17 +28,15 @@ import argparse
 import base64
 import http.client
 import json
-import os
 import random
 import shutil
-import signal
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from harness import Procs, free_port  # beside this file
 
 ROOT = Path(__file__).resolve().parents[2]
 MASTER_KEY = "sk-helixor-e2e-" + "0123456789abcdef" * 3
@@ -79,55 +77,6 @@ def check(ok: bool, what: str, detail: str = "") -> None:
     print(("ok   " if ok else "FAIL ") + what + ("" if ok or not detail else f": {detail}"), flush=True)
     if not ok:
         failures.append(what)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Procs:
-    """Processes started by the test, stopped (process group and all) at exit."""
-
-    def __init__(self, work: Path):
-        self.work = work
-        self.procs: dict[str, subprocess.Popen] = {}
-
-    def start(self, name: str, argv: list[str], env: dict | None = None) -> subprocess.Popen:
-        out = open(self.work / f"{name}.out", "w")
-        err = open(self.work / f"{name}.err", "w")
-        p = subprocess.Popen(argv, stdout=out, stderr=err, env={**os.environ, **(env or {})},
-                             cwd=self.work, start_new_session=True)
-        self.procs[name] = p
-        return p
-
-    def listening(self, name: str, timeout: float = 30) -> str:
-        """The address a process printed as `listening on ADDR`."""
-        deadline = time.time() + timeout
-        while time.time() < deadline:
-            text = (self.work / f"{name}.out").read_text()
-            for line in text.splitlines():
-                if line.startswith("listening on "):
-                    return line.split()[-1]
-            if self.procs[name].poll() is not None:
-                break
-            time.sleep(0.05)
-        raise RuntimeError(f"{name} did not start:\n" + (self.work / f"{name}.err").read_text()[-3000:])
-
-    def stop(self, name: str) -> None:
-        p = self.procs.pop(name, None)
-        if p and p.poll() is None:
-            os.killpg(p.pid, signal.SIGTERM)
-            try:
-                p.wait(10)
-            except subprocess.TimeoutExpired:
-                os.killpg(p.pid, signal.SIGKILL)
-                p.wait()
-
-    def stop_all(self) -> None:
-        for name in list(self.procs):
-            self.stop(name)
 
 
 def request(port: int, method: str, path: str, body=None, timeout: float = 60):

@@ -1,0 +1,80 @@
+"""Shared pieces of the end-to-end drivers (scripts/e2e/*_e2e.py): free
+loopback ports and the processes a test starts, each with its stdout and
+stderr in the work directory, stopped with its whole process group.
+Standard library only."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Procs:
+    """Processes started by the test, stopped (process group and all) at exit."""
+
+    def __init__(self, work: Path):
+        self.work = work
+        self.procs: dict[str, subprocess.Popen] = {}
+
+    def start(self, name: str, argv: list[str], env: dict | None = None) -> subprocess.Popen:
+        out = open(self.work / f"{name}.out", "w")
+        err = open(self.work / f"{name}.err", "w")
+        p = subprocess.Popen(argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
+                             env={**os.environ, **(env or {})}, cwd=self.work, start_new_session=True)
+        self.procs[name] = p
+        return p
+
+    def text(self, name: str, stream: str = "out") -> str:
+        try:
+            return (self.work / f"{name}.{stream}").read_text(errors="replace")
+        except FileNotFoundError:
+            return ""
+
+    def lines_with(self, name: str, prefixes: list[str], timeout: float, need: int) -> dict[str, str]:
+        """The last word of the first stdout line starting with each prefix,
+        waiting until `need` of them (the first ones listed) are there; the
+        others get until the timeout too, but are optional."""
+        deadline = time.time() + timeout
+        found: dict[str, str] = {}
+        while True:
+            for line in self.text(name).splitlines():
+                for prefix in prefixes:
+                    if prefix not in found and line.startswith(prefix):
+                        found[prefix] = line.split()[-1]
+            if len(found) == len(prefixes) or time.time() > deadline:
+                break
+            if self.procs[name].poll() is not None:
+                break
+            time.sleep(0.05)
+        missing = [p for p in prefixes[:need] if p not in found]
+        if missing:
+            raise RuntimeError(f"{name} printed no {missing!r}:\n" + self.text(name, "err")[-3000:])
+        return found
+
+    def stop(self, name: str) -> None:
+        p = self.procs.pop(name, None)
+        if p and p.poll() is None:
+            os.killpg(p.pid, signal.SIGTERM)
+            try:
+                p.wait(10)
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+
+    def stop_all(self) -> None:
+        for name in list(self.procs):
+            self.stop(name)
+
+    def listening(self, name: str, timeout: float = 30) -> str:
+        """The address a process printed as `listening on ADDR`."""
+        return self.lines_with(name, ["listening on "], timeout, 1)["listening on "]

