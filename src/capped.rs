@@ -36,6 +36,14 @@ pub fn read_capped(reader: impl Read, cap: u64) -> Result<Vec<u8>, CappedError> 
     Ok(buf)
 }
 
+/// Whether a read failed because the machine ran out of a resource (file
+/// descriptors, memory) rather than because of the file: such a failure is
+/// an `IoError`, never blamed on the license or the pack (they are fine).
+pub fn is_exhaustion(e: &std::io::Error) -> bool {
+    // EMFILE, ENFILE, ENOMEM (Linux numbers; the kinds are not stable names).
+    e.kind() == std::io::ErrorKind::OutOfMemory || matches!(e.raw_os_error(), Some(12 | 23 | 24))
+}
+
 /// Opens and reads the file at `path` under the cap.
 pub fn read_file_capped(path: &Path, cap: u64) -> Result<Vec<u8>, CappedError> {
     let file = std::fs::File::open(path).map_err(CappedError::Io)?;
@@ -57,5 +65,13 @@ mod tests {
             read_file_capped(Path::new("/nonexistent/x"), 4),
             Err(CappedError::Io(_))
         ));
+    }
+
+    #[test]
+    fn exhaustion_is_told_apart_from_a_bad_file() {
+        assert!(is_exhaustion(&std::io::Error::from_raw_os_error(24)));
+        assert!(is_exhaustion(&std::io::Error::from_raw_os_error(23)));
+        assert!(!is_exhaustion(&std::io::Error::from_raw_os_error(2)));
+        assert!(!is_exhaustion(&std::io::Error::from_raw_os_error(13)));
     }
 }

@@ -38,6 +38,14 @@ pub enum PackError {
     /// No such pack loaded, or none at all.
     #[error("{0}")]
     NotFound(String),
+    /// A pack file that cannot be read for want of a resource (file
+    /// descriptors, memory): the machine's problem, not the pack's.
+    #[error("{0}")]
+    Io(String),
+    /// [`PackError::Unseal`] of a named file, at a reload (the CLI keeps the
+    /// exact message of SPEC §4.3).
+    #[error("{0}: {UNSEAL_MESSAGE}")]
+    UnsealIn(String),
 }
 
 impl Named for PackError {
@@ -47,6 +55,8 @@ impl Named for PackError {
             Self::Unseal => ErrorName::PackUnsealError,
             Self::Integrity(_) => ErrorName::PackIntegrityError,
             Self::NotFound(_) => ErrorName::PackNotFoundError,
+            Self::Io(_) => ErrorName::IoError,
+            Self::UnsealIn(_) => ErrorName::PackUnsealError,
         }
     }
 }
@@ -192,6 +202,9 @@ pub fn seal_with_nonce(
 pub fn read_pack_file(path: &Path) -> Result<Vec<u8>, PackError> {
     let name = path.display();
     crate::capped::read_file_capped(path, MAX_PACK_BYTES).map_err(|e| match e {
+        crate::capped::CappedError::Io(e) if crate::capped::is_exhaustion(&e) => {
+            PackError::Io(format!("{name}: cannot read pack: {e}"))
+        }
         crate::capped::CappedError::Io(e) => {
             PackError::Format(format!("{name}: cannot read pack: {e}"))
         }

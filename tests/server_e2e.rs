@@ -130,6 +130,14 @@ fn b_a_license_alone_fails_then_its_packs_complete_the_deployment() {
         (s["last_reload"]["result"] == "failure").then_some(s)
     });
     assert_eq!(status["last_reload"]["error"], "PackUnsealError");
+    // The failure names the pack that does not open with the new license.
+    let message = status["last_reload"]["message"].as_str().unwrap();
+    assert!(
+        message.ends_with(
+            ".hxpack: Decryption failed: content key mismatch or corrupted pack envelope"
+        ),
+        "{message}"
+    );
     assert_eq!(status["generation"], 1);
     let d = decision(&server);
     assert_eq!(
@@ -740,4 +748,62 @@ fn k_clients_that_disconnect_midway_leave_the_server_serving() {
     assert_eq!(a.json()["action"], "redact_ticket_id");
     assert_eq!(server.generation(), 1);
     assert_eq!(server.get("/healthz").status, 200);
+}
+
+#[test]
+fn l_a_pack_entry_that_cannot_be_resolved_fails_the_reload_naming_it() {
+    let (fx, _lic, packs_dir, cfg) = dir_setup("reload:\n  watch: false\n  rescan_interval_s: 0\n");
+    let server = Server::start(&cfg, fx.path());
+    // A symlink loop and a dangling link: each fails the reload (never a
+    // silent drop of a pack), and generation 1 keeps serving both packs.
+    for (name, target) in [
+        ("loop.hxpack", "loop.hxpack"),
+        ("gone.hxpack", "nowhere.hxpack"),
+    ] {
+        std::os::unix::fs::symlink(target, packs_dir.join(name)).unwrap();
+        let a = server.post("/admin/reload", "");
+        assert_eq!(a.status, 409, "{name}");
+        let v = a.json();
+        assert_eq!(v["result"], "failure", "{v}");
+        assert_eq!(v["error"], "PackFormatError", "{v}");
+        assert!(v["message"].as_str().unwrap().contains(name), "{v}");
+        assert_eq!(decision(&server)["generation"], 1);
+        std::fs::remove_file(packs_dir.join(name)).unwrap();
+    }
+    let a = server.post("/admin/reload", "");
+    assert_eq!(a.json()["result"], "unchanged");
+}
+
+#[test]
+fn m_a_stalled_upload_never_takes_the_only_concurrency_slot() {
+    let (fx, _lic, _packs, cfg) = dir_setup(
+        "limits:\n  max_concurrency: 1\n  request_timeout_ms: 3000\nreload:\n  watch: false\n",
+    );
+    let server = Server::start(&cfg, fx.path());
+    let addr = server.addr;
+    // A client that sends its head and a few bytes of a 100-byte body, then stalls.
+    let mut stalled = TcpStream::connect(addr).unwrap();
+    write!(
+        stalled,
+        "POST /evaluate HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{{\"text\""
+    )
+    .unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    // The only slot is free: other requests are served meanwhile.
+    for _ in 0..3 {
+        let a = server.post("/evaluate", EVAL);
+        assert_eq!(a.status, 200, "{}", a.body);
+        assert_eq!(a.json()["action"], "redact_ticket_id");
+    }
+    // The stalled upload ends at request_timeout_ms with the JSON 503.
+    stalled
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut answer = String::new();
+    let _ = std::io::Read::read_to_string(&mut stalled, &mut answer);
+    assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
+    assert!(
+        answer.contains("\"error\":\"ServiceUnavailableError\""),
+        "{answer}"
+    );
 }

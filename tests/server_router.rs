@@ -770,12 +770,13 @@ async fn bearer_tokens_401_and_exempt_probes() {
 }
 
 #[tokio::test]
-async fn concurrency_limit_503_and_timeout_503() {
+async fn a_trickling_upload_holds_no_slot_and_times_out_503() {
     let s = setup_with(false, |c| {
         c.limits.max_concurrency = 1;
         c.limits.request_timeout_ms = 1500;
     });
-    // One request holds the only slot (its body never ends).
+    // One request's body never ends: it holds no slot (a slot is taken only
+    // once the whole body has arrived, SPEC §9.1), so others are served.
     let app = s.app.clone();
     let (body, _sender) = endless_body().await;
     let held = tokio::spawn(async move {
@@ -790,8 +791,7 @@ async fn concurrency_limit_503_and_timeout_503() {
     });
     tokio::time::sleep(Duration::from_millis(200)).await;
     let r = post_json(&s.app, "/evaluate", r#"{"text":"x"}"#).await;
-    assert_eq!(r.status, StatusCode::SERVICE_UNAVAILABLE);
-    assert_eq!(r.error(), "ServiceUnavailableError");
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
     // Probes are not limited.
     assert_eq!(get(&s.app, "/healthz").await.status, StatusCode::OK);
     // The held request times out: 503 JSON.

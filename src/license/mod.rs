@@ -50,7 +50,8 @@ pub enum LicenseError {
     /// Pack id or solver not allowed.
     #[error("{0}")]
     Entitlement(String),
-    /// An output file (issued license, key pair) that cannot be written.
+    /// An output file (issued license, key pair) that cannot be written, or
+    /// a license that cannot be read for want of a resource (file descriptors).
     #[error("{0}")]
     Io(String),
 }
@@ -145,6 +146,9 @@ impl License {
             .map_err(|e| match e {
                 CappedError::Io(e) if e.kind() == std::io::ErrorKind::NotFound => {
                     LicenseError::NotFound(format!("license file {name} does not exist"))
+                }
+                CappedError::Io(e) if crate::capped::is_exhaustion(&e) => {
+                    LicenseError::Io(format!("cannot read license file {name}: {e}"))
                 }
                 CappedError::Io(e) => {
                     LicenseError::Invalid(format!("cannot read license file {name}: {e}"))

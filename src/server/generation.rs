@@ -141,23 +141,53 @@ pub fn is_pack_name(name: &str) -> bool {
             .is_some_and(|stem| stem.len() > 1 && stem.ends_with('.'))
 }
 
-/// The pack files of `dir`, sorted by name, symlinks followed.
+/// The pack files of `dir`, sorted by name, symlinks followed. Every entry
+/// named `*.hxpack` belongs to the deployment (SPEC §9.3): one that cannot be
+/// resolved or is not a file (a dangling symlink, a symlink loop, a
+/// permission error, a directory) is an error naming it, never skipped, so
+/// that a reload cannot silently drop a pack.
 pub fn list_pack_files(dir: &Path) -> Result<Vec<PathBuf>, Error> {
     let name = dir.display();
     let entries = std::fs::read_dir(dir).map_err(|e| {
         if e.kind() == std::io::ErrorKind::NotFound {
             PackError::NotFound(format!("packs directory {name} does not exist"))
+        } else if crate::capped::is_exhaustion(&e) {
+            PackError::Io(format!("packs directory {name} cannot be listed: {e}"))
         } else {
             PackError::NotFound(format!("packs directory {name} cannot be listed: {e}"))
         }
     })?;
-    let mut files: Vec<PathBuf> = entries
-        .filter_map(Result::ok)
-        .filter(|e| e.file_name().to_str().is_some_and(is_pack_name))
-        .map(|e| e.path())
-        // `metadata` follows symlinks: a dangling link or a directory is skipped.
-        .filter(|p| std::fs::metadata(p).is_ok_and(|m| m.is_file()))
-        .collect();
+    let mut files = Vec::new();
+    for entry in entries {
+        let entry = entry.map_err(|e| {
+            PackError::NotFound(format!("packs directory {name} cannot be listed: {e}"))
+        })?;
+        if !entry.file_name().to_str().is_some_and(is_pack_name) {
+            continue;
+        }
+        let path = entry.path();
+        // `metadata` follows symlinks, as the read will.
+        match std::fs::metadata(&path) {
+            Ok(m) if m.is_file() => files.push(path),
+            Ok(_) => {
+                return Err(PackError::Format(format!(
+                    "{}: cannot read pack: not a regular file",
+                    path.display()
+                ))
+                .into())
+            }
+            Err(e) if crate::capped::is_exhaustion(&e) => {
+                return Err(
+                    PackError::Io(format!("{}: cannot read pack: {e}", path.display())).into(),
+                )
+            }
+            Err(e) => {
+                return Err(
+                    PackError::Format(format!("{}: cannot read pack: {e}", path.display())).into(),
+                )
+            }
+        }
+    }
     files.sort();
     Ok(files)
 }
@@ -290,7 +320,12 @@ impl Generation {
         let files = snapshot.packs?;
         let mut packs: BTreeMap<String, LoadedPack> = BTreeMap::new();
         for (path, bytes) in files {
-            let pack = load_pack(&bytes, &path.display().to_string(), &license)?;
+            let source = path.display().to_string();
+            let pack = load_pack(&bytes, &source, &license).map_err(|e| match e {
+                // A reload names the file that does not open with the license.
+                Error::Pack(PackError::Unseal) => PackError::UnsealIn(source.clone()).into(),
+                other => other,
+            })?;
             if let Some(other) = packs.get(&pack.pack_id) {
                 return Err(PackError::Format(format!(
                     "{} and {} both hold pack `{}`; pack ids must be unique",
@@ -368,5 +403,39 @@ mod tests {
     fn missing_packs_dir_is_pack_not_found() {
         let e = list_pack_files(Path::new("/nonexistent/helixor/packs")).unwrap_err();
         assert_eq!(e.name(), crate::ErrorName::PackNotFoundError);
+    }
+
+    /// A `*.hxpack` entry that cannot be resolved fails the listing with its
+    /// name: a reload must never drop a pack silently (SPEC §9.3).
+    #[test]
+    fn unresolvable_pack_entries_fail_naming_the_file() {
+        use std::os::unix::fs::symlink;
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.hxpack"), b"x").unwrap();
+        // Hidden entries and other names are not the deployment's.
+        symlink("nowhere", dir.path().join(".b.hxpack")).unwrap();
+        symlink("nowhere", dir.path().join("notes.txt")).unwrap();
+        assert_eq!(
+            list_pack_files(dir.path()).unwrap(),
+            [dir.path().join("a.hxpack")]
+        );
+        type Make = fn(&Path);
+        let cases: [(&str, Make); 3] = [
+            ("dangling.hxpack", |p| symlink("gone.hxpack", p).unwrap()),
+            ("loop.hxpack", |p| {
+                symlink(p.file_name().unwrap(), p).unwrap()
+            }),
+            ("dir.hxpack", |p| std::fs::create_dir(p).unwrap()),
+        ];
+        for (name, make) in cases {
+            let p = dir.path().join(name);
+            make(&p);
+            let e = list_pack_files(dir.path()).unwrap_err();
+            assert_eq!(e.name(), crate::ErrorName::PackFormatError, "{name}");
+            assert!(e.to_string().contains(name), "{name}: {e}");
+            std::fs::remove_file(&p)
+                .or_else(|_| std::fs::remove_dir(&p))
+                .unwrap();
+        }
     }
 }

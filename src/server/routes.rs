@@ -511,12 +511,44 @@ async fn auth(State(state): State<AppStateRef>, req: Request, next: Next) -> Res
     next.run(req).await
 }
 
-/// `limits.max_concurrency`: a request waits up to [`QUEUE_WAIT`] for a
-/// slot, then gets 503. Probes are not limited.
+/// `limits.max_concurrency`: once its body has arrived, a request waits up
+/// to [`QUEUE_WAIT`] for a slot, then gets 503. Probes are not limited.
 async fn concurrency(State(state): State<AppStateRef>, req: Request, next: Next) -> Response {
     if PROBE_ROUTES.contains(&req.uri().path()) {
         return next.run(req).await;
     }
+    // The slot is taken once the whole body has arrived (SPEC §9.1): a
+    // client that trickles its upload holds a connection, never a slot.
+    // The upload is bounded by the body limit and request_timeout_ms.
+    let limits = &state.config.limits;
+    let (parts, body) = req.into_parts();
+    let declared = parts
+        .headers
+        .get(CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > limits.max_body_bytes as u64) {
+        return too_large(limits.max_body_bytes).into_response();
+    }
+    let upload = axum::body::to_bytes(body, limits.max_body_bytes);
+    let bytes = match tokio::time::timeout(Duration::from_millis(limits.request_timeout_ms), upload)
+        .await
+    {
+        Ok(Ok(b)) => b,
+        Ok(Err(e)) if is_length_limit(&e) => {
+            return too_large(limits.max_body_bytes).into_response()
+        }
+        Ok(Err(_)) => {
+            return ApiError::bad_request("the request body could not be read").into_response()
+        }
+        Err(_) => {
+            return ApiError::unavailable(
+                "the request body did not arrive within limits.request_timeout_ms",
+            )
+            .into_response()
+        }
+    };
+    let req = Request::from_parts(parts, Body::from(bytes));
     let slots = Arc::clone(&state.slots);
     let permit = match Arc::clone(&slots).try_acquire_owned() {
         Ok(p) => p,
