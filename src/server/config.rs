@@ -47,6 +47,9 @@ const KEYS: &[(&str, Kind)] = &[
     ("limits.max_batch_items", Kind::Uint),
     ("limits.request_timeout_ms", Kind::Uint),
     ("limits.max_concurrency", Kind::Uint),
+    ("limits.header_read_timeout_ms", Kind::Uint),
+    ("limits.idle_timeout_ms", Kind::Uint),
+    ("limits.max_connections", Kind::Uint),
     ("auth.tokens_file", Kind::Path),
     ("shutdown.drain_delay_ms", Kind::Uint),
     ("shutdown.grace_ms", Kind::Uint),
@@ -110,6 +113,12 @@ pub struct Limits {
     pub request_timeout_ms: u64,
     /// Requests served at once.
     pub max_concurrency: usize,
+    /// Time a connection has to send a whole request head, in ms.
+    pub header_read_timeout_ms: u64,
+    /// Time an idle keep-alive connection is kept, in ms.
+    pub idle_timeout_ms: u64,
+    /// Connections served at once (the others wait in the listen backlog).
+    pub max_connections: usize,
 }
 
 /// `shutdown.*`.
@@ -180,6 +189,9 @@ impl Config {
                 max_batch_items: 256,
                 request_timeout_ms: 5000,
                 max_concurrency: 1024,
+                header_read_timeout_ms: 5000,
+                idle_timeout_ms: 60_000,
+                max_connections: 4096,
             },
             tokens_file: None,
             shutdown: ShutdownConfig {
@@ -485,6 +497,21 @@ fn build(m: &BTreeMap<&'static str, Raw>) -> Result<Config, Error> {
             )));
         }
         c.limits.max_concurrency = usize_of("limits.max_concurrency", n)?;
+    }
+    if let Some(n) = uint("limits.header_read_timeout_ms", 1)? {
+        c.limits.header_read_timeout_ms = n;
+    }
+    if let Some(n) = uint("limits.idle_timeout_ms", 1)? {
+        c.limits.idle_timeout_ms = n;
+    }
+    if let Some(n) = uint("limits.max_connections", 1)? {
+        // tokio's semaphore holds at most usize::MAX >> 3 permits.
+        if n > 1 << 30 {
+            return Err(config_error(format!(
+                "key `limits.max_connections` is too large: {n}"
+            )));
+        }
+        c.limits.max_connections = usize_of("limits.max_connections", n)?;
     }
     if let Some(n) = uint("shutdown.drain_delay_ms", 0)? {
         c.shutdown.drain_delay_ms = n;

@@ -14,6 +14,7 @@
 //! - `envoy`: Envoy's external authorization, HTTP service mode (SPEC §12.2);
 //! - [`ext_proc`]: Envoy's external processing over gRPC (SPEC §12.3);
 //! - `llm_body`: where the texts are in LLM request and reply bodies;
+//! - [`listener`]: the accept loop: connection cap, header-read and idle timeouts;
 //! - [`healthcheck`]: the `helixor-pack healthcheck` probe client.
 
 pub mod auth;
@@ -22,6 +23,7 @@ mod envoy;
 pub mod ext_proc;
 pub mod generation;
 pub mod healthcheck;
+pub mod listener;
 mod litellm;
 mod llm_body;
 pub mod metrics;
@@ -258,7 +260,16 @@ pub async fn run(config: Config) -> Result<u8, Error> {
     };
     let grace = Duration::from_millis(state.config.shutdown.grace_ms);
     let app = router(Arc::clone(&state));
-    let server = axum::serve(listener, app).with_graceful_shutdown(shutdown);
+    let limits = &state.config.limits;
+    let conn_limits = listener::ConnLimits {
+        max_connections: limits.max_connections,
+        header_read_timeout: Duration::from_millis(limits.header_read_timeout_ms),
+        idle_timeout: Duration::from_millis(limits.idle_timeout_ms),
+    };
+    let server = async move {
+        listener::serve(listener, app, conn_limits, shutdown).await;
+        Ok::<(), std::io::Error>(())
+    };
     let grace_over = async move {
         while !*stop_rx.borrow() {
             if stop_rx.changed().await.is_err() {

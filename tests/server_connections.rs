@@ -1,0 +1,147 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+//! The connection limits of SPEC §9.1 against the real binary on 127.0.0.1:
+//! a slowloris head is cut at `header_read_timeout_ms`, an idle keep-alive
+//! connection at `idle_timeout_ms` (and not at the header timeout), and
+//! `max_connections` holds under thousands of idle sockets while `/healthz`
+//! still answers. Every wait is bounded.
+
+mod server_support;
+
+use server_support::{write_config, Fixture, Server};
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+fn start(limits: &str) -> (Fixture, Server) {
+    let fx = Fixture::new();
+    let lic = fx.license();
+    let packs_dir = fx.path().join("packs");
+    fx.packs(&lic, &packs_dir, "1.0.0");
+    let cfg = fx.path().join("helixor.yaml");
+    write_config(
+        &cfg,
+        &lic,
+        &packs_dir,
+        &fx.issuer_dir,
+        &format!("reload:\n  watch: false\nlimits:\n{limits}"),
+    );
+    let server = Server::start(&cfg, fx.path());
+    (fx, server)
+}
+
+/// Whether the server has closed `s` (a read returns end of file or an error
+/// within `wait`).
+fn closed_within(s: &mut TcpStream, wait: Duration) -> bool {
+    s.set_read_timeout(Some(wait)).unwrap();
+    let mut buf = [0u8; 512];
+    loop {
+        match s.read(&mut buf) {
+            Ok(0) => return true,
+            Ok(_) => continue,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                return false
+            }
+            Err(_) => return true,
+        }
+    }
+}
+
+/// One keep-alive `GET /healthz` on `s`, its answer read whole.
+fn healthz(s: &mut TcpStream) -> String {
+    s.write_all(b"GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n")
+        .unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 512];
+    while !String::from_utf8_lossy(&got).contains("\r\n\r\n")
+        || !String::from_utf8_lossy(&got).ends_with('}')
+    {
+        let n = s.read(&mut buf).unwrap();
+        assert!(n > 0, "closed before the answer");
+        got.extend_from_slice(&buf[..n]);
+    }
+    String::from_utf8(got).unwrap()
+}
+
+#[test]
+fn a_slowloris_head_is_cut_at_the_header_timeout() {
+    let (_fx, server) = start("  header_read_timeout_ms: 1000\n  idle_timeout_ms: 60000\n");
+    let mut s = TcpStream::connect(server.addr).unwrap();
+    let started = Instant::now();
+    // One byte every 150 ms: the head never ends.
+    let head = b"GET /healthz HTTP/1.1\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+    let mut closed_at = None;
+    for b in head.iter() {
+        if s.write_all(&[*b]).is_err() || closed_within(&mut s, Duration::from_millis(150)) {
+            closed_at = Some(started.elapsed());
+            break;
+        }
+    }
+    let at = closed_at.expect("the server kept a slowloris connection past 5 s");
+    assert!(at >= Duration::from_millis(900), "closed too early: {at:?}");
+    assert!(at <= Duration::from_millis(2000), "closed late: {at:?}");
+    // The server still serves.
+    assert_eq!(server.get("/healthz").status, 200);
+}
+
+#[test]
+fn an_idle_keep_alive_connection_is_kept_until_the_idle_timeout() {
+    let (_fx, server) = start("  header_read_timeout_ms: 500\n  idle_timeout_ms: 1500\n");
+    let mut s = TcpStream::connect(server.addr).unwrap();
+    assert!(healthz(&mut s).starts_with("HTTP/1.1 200"));
+    // Idle for twice the header timeout: still open (the idle timeout rules).
+    assert!(!closed_within(&mut s, Duration::from_millis(1000)));
+    assert!(healthz(&mut s).starts_with("HTTP/1.1 200"));
+    // Then closed once idle for the idle timeout.
+    let started = Instant::now();
+    assert!(closed_within(&mut s, Duration::from_millis(3000)));
+    let at = started.elapsed();
+    assert!(
+        (Duration::from_millis(1300)..=Duration::from_millis(2600)).contains(&at),
+        "closed after {at:?}"
+    );
+}
+
+fn open_fds(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, |d| d.count())
+}
+
+#[test]
+fn max_connections_holds_under_thousands_of_idle_sockets() {
+    let (_fx, server) =
+        start("  max_connections: 200\n  header_read_timeout_ms: 1000\n  idle_timeout_ms: 1000\n");
+    let pid = server.child.id();
+    let base = open_fds(pid);
+    let mut idle = Vec::new();
+    let mut peak = 0;
+    for i in 0..3000 {
+        // Beyond the backlog a connect may not complete: that is the point.
+        if let Ok(s) = TcpStream::connect_timeout(&server.addr, Duration::from_millis(100)) {
+            idle.push(s);
+        }
+        if i % 500 == 0 {
+            peak = peak.max(open_fds(pid));
+        }
+    }
+    peak = peak.max(open_fds(pid));
+    assert!(idle.len() > 1000, "only {} sockets connected", idle.len());
+    // The server holds at most max_connections of them (and a few fds of its own).
+    assert!(peak <= base + 200 + 16, "{peak} fds open (base {base})");
+    // The probe still answers: idle connections are closed at their timeout
+    // and the waiting ones are served in turn.
+    let started = Instant::now();
+    let answer = loop {
+        let a = server.get("/healthz");
+        if a.status == 200 || started.elapsed() > Duration::from_secs(30) {
+            break a;
+        }
+    };
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    assert!(open_fds(pid) <= base + 200 + 16);
+    drop(idle);
+}
