@@ -669,6 +669,7 @@ pub fn test(args: &TestArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result
     for path in &found {
         let file = TestFile::read(path)?;
         let subject = loader.subject(&file)?;
+        policy_test::check_rule_ids(&file, &subject)?;
         for w in loader.warnings.drain(..) {
             let _ = writeln!(err, "warning: {w}");
         }

@@ -158,6 +158,19 @@ fn broken_test_files_are_compiler_errors_naming_file_line_and_field() {
         env.fails(args!["test", name], "CompilerError", 3)
             .names(needles);
     }
+    // A rule id that is no rule of the playbook (a typo would pass as "did
+    // not trigger").
+    env.write(
+        "rule.test.yaml",
+        ids_test("  - {name: a, text: b, expect: {spans: {tiket_id: []}}}\n"),
+    );
+    env.fails(args!["test", "rule.test.yaml"], "CompilerError", 3)
+        .names(&[
+            "test file rule.test.yaml",
+            "cases[0] (`a`)",
+            "`spans` names `tiket_id`, which is not a rule of ids.yaml",
+        ]);
+    std::fs::remove_file(env.path("rule.test.yaml")).unwrap();
     // A playbook given as a test file says so.
     env.fails(args!["test", "ids.yaml"], "CompilerError", 3)
         .names(&["unknown field `pack_id`", "looks like a playbook"]);

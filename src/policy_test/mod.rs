@@ -330,6 +330,45 @@ impl Loader {
     }
 }
 
+/// Checks that every rule id a case names in `triggers` or `spans` is a
+/// rule of `subject`: a misspelt id in `spans` would otherwise pass as
+/// "did not trigger".
+pub fn check_rule_ids(file: &TestFile, subject: &Subject) -> Result<(), PolicyTestError> {
+    let known: HashSet<&str> = subject.rules.iter().map(|(id, _)| id.as_str()).collect();
+    for (i, case) in file.cases.iter().enumerate() {
+        let named = case
+            .expect
+            .triggers
+            .iter()
+            .flatten()
+            .map(|id| ("triggers", id))
+            .chain(
+                case.expect
+                    .spans
+                    .iter()
+                    .flatten()
+                    .map(|(id, _)| ("spans", id)),
+            );
+        for (key, id) in named {
+            if !known.contains(id.as_str()) {
+                return Err(PolicyTestError::TestFile(format!(
+                    "test file {}: cases[{i}] (`{}`): `{key}` names `{id}`, which is not a rule of {} (its rules: {})",
+                    file.path.display(),
+                    case.name,
+                    subject.path.display(),
+                    subject
+                        .rules
+                        .iter()
+                        .map(|(id, _)| id.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// One difference between what a case expected and what the engine decided.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Difference {

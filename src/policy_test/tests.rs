@@ -165,3 +165,25 @@ fn xml_escaping_and_class_names() {
     );
     assert_eq!(classname(Path::new("./t.test.yaml")), "t");
 }
+
+#[test]
+fn rule_ids_a_case_names_must_be_rules_of_its_subject() {
+    let s = subject(IDS);
+    let ok = parse("playbook: p\ncases:\n  - {name: a, text: b, expect: {triggers: [ticket_id, RULE-GLBA-SSN-BLOCK], spans: {code: []}}}\n").unwrap();
+    assert_eq!(check_rule_ids(&ok, &s), Ok(()));
+    let typo =
+        parse("playbook: p\ncases:\n  - {name: a, text: b, expect: {spans: {tiket_id: []}}}\n")
+            .unwrap();
+    let e = check_rule_ids(&typo, &s).unwrap_err().to_string();
+    assert!(
+        e.contains("cases[0] (`a`): `spans` names `tiket_id`, which is not a rule of p.yaml (its rules: ticket_id, code, RULE-GLBA-SSN-BLOCK"),
+        "{e}"
+    );
+    let typo =
+        parse("playbook: p\ncases:\n  - {name: a, text: b, expect: {triggers: [RULE-SSN]}}\n")
+            .unwrap();
+    assert!(check_rule_ids(&typo, &s)
+        .unwrap_err()
+        .to_string()
+        .contains("`triggers` names `RULE-SSN`"));
+}
