@@ -158,6 +158,17 @@ fn broken_test_files_are_compiler_errors_naming_file_line_and_field() {
         env.fails(args!["test", name], "CompilerError", 3)
             .names(needles);
     }
+    // Not UTF-8, and over the size cap (refused before it is read whole).
+    env.write("binary.test.yaml", b"\xff\xfeplaybook");
+    env.fails(args!["test", "binary.test.yaml"], "CompilerError", 3)
+        .names(&["test file binary.test.yaml", "not valid UTF-8"]);
+    let mut huge = ids_test(TICKET_CASE);
+    huge.push_str(&format!("# {}\n", "x".repeat(9 * 1024 * 1024)));
+    env.write("huge.test.yaml", huge);
+    env.fails(args!["test", "huge.test.yaml"], "CompilerError", 3)
+        .names(&["test file huge.test.yaml", "over the 8388608-byte limit"]);
+    std::fs::remove_file(env.path("binary.test.yaml")).unwrap();
+    std::fs::remove_file(env.path("huge.test.yaml")).unwrap();
     // A rule id that is no rule of the playbook (a typo would pass as "did
     // not trigger").
     env.write(
