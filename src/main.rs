@@ -139,7 +139,10 @@ enum Command {
         out: Option<PathBuf>,
     },
     /// Run policy tests: the cases of *.test.yaml files against their playbooks or packs (SPEC §13).
-    /// Exit 0 when every case passed, 1 when one failed, the error's code for a broken file.
+    ///
+    /// A playbook is compiled in memory without a license; a pack is loaded with the test file's
+    /// `license:` or --license. Exit 0 when every case passed, 1 when one failed, the error's code
+    /// for a broken file.
     Test {
         /// Test files, or directories searched recursively for *.test.yaml
         /// (hidden directories, target/ and node_modules/ are skipped) [default: .].
