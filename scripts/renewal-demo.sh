@@ -29,6 +29,7 @@ release() {
     --days 365 --out "deployment/..$1/license.hxlic" >/dev/null
   if [ "${3:-}" != license-only ]; then
     for p in "$playbooks"/*.yaml; do
+      case $p in *.test.yaml) continue ;; esac # policy tests (SPEC §13)
       "$bin" compile --playbook "$p" --license "deployment/..$1/license.hxlic" \
         --issuer-keys issuer-keys --out "deployment/..$1/packs/$(basename "$p" .yaml).hxpack" >/dev/null
     done
@@ -71,6 +72,7 @@ curl -s "$url/metrics" | grep -q '^helixor_last_reload_successful 0' || fail "me
 
 # 5. The other half arrives: packs recompiled for the 2028 license.
 for p in "$playbooks"/*.yaml; do
+  case $p in *.test.yaml) continue ;; esac # policy tests (SPEC §13)
   "$bin" compile --playbook "$p" --license deployment/..2028/license.hxlic \
     --issuer-keys issuer-keys --out "deployment/..2028/packs/$(basename "$p" .yaml).hxpack" >/dev/null
 done

@@ -8,10 +8,12 @@ use crate::compiler;
 use crate::container::{read_pack_file, SealedPack};
 use crate::engine::{Decision, StreamOptions, StreamSession};
 use crate::error::{ErrorName, Named};
+pub use crate::license::LicenseArgs;
 use crate::license::{self, format_time, IssuerKeys, License, Window};
 use crate::manifest;
 use crate::pack::{load_pack_file, LoadedPack};
 use crate::playbook;
+use crate::policy_test::{self, Loader, TestFile};
 use crate::rules::check_declarations;
 use crate::{Error, PackError};
 use serde_json::{json, Value};
@@ -28,27 +30,6 @@ pub const STREAM_READ_BYTES: usize = 64 * 1024;
 
 /// Exit code of `run --stream` when the session blocked (SPEC §4.3, §11.3).
 pub const STREAM_BLOCKED_EXIT: u8 = 6;
-
-/// `--license` and `--issuer-keys`, shared by every command that reads a license.
-#[derive(Debug, Clone, Default)]
-pub struct LicenseArgs {
-    /// `--license PATH`.
-    pub license: Option<PathBuf>,
-    /// `--issuer-keys PATH`.
-    pub issuer_keys: Option<PathBuf>,
-}
-
-impl LicenseArgs {
-    /// Finds, reads, verifies and window-checks the license (SPEC §5 step 1).
-    pub fn load(&self, now: OffsetDateTime) -> Result<License, Error> {
-        let path = license::resolve_license_path(self.license.as_deref())?;
-        let lic = License::read(&path)?;
-        let keys = IssuerKeys::resolve(self.issuer_keys.as_deref())?;
-        lic.verify(&keys)?;
-        lic.check_window(now)?;
-        Ok(lic)
-    }
-}
 
 fn write_out(out: &mut dyn Write, text: &str) -> Result<(), Error> {
     out.write_all(text.as_bytes())
@@ -658,6 +639,61 @@ pub fn manifest(
     }
 }
 
+/// Options of `test` (SPEC §13).
+#[derive(Debug, Clone, Default)]
+pub struct TestArgs {
+    /// Test files and directories; none means `.`.
+    pub paths: Vec<PathBuf>,
+    /// License flags, for `pack:` test files that name no license.
+    pub license: LicenseArgs,
+    /// `--junit FILE`.
+    pub junit: Option<PathBuf>,
+    /// `--coverage`.
+    pub coverage: bool,
+    /// `--json`.
+    pub json: bool,
+}
+
+/// `test`: finds the test files, builds every subject first (a broken file
+/// stops the run with its own error before any case runs), runs the cases,
+/// and writes the report. Returns 0 when every case passed, 1 otherwise.
+pub fn test(args: &TestArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8, Error> {
+    let paths = if args.paths.is_empty() {
+        vec![PathBuf::from(".")]
+    } else {
+        args.paths.clone()
+    };
+    let found = policy_test::find_test_files(&paths)?;
+    let mut loader = Loader::new(args.license.clone(), OffsetDateTime::now_utc());
+    let mut suites = Vec::with_capacity(found.len());
+    for path in &found {
+        let file = TestFile::read(path)?;
+        let subject = loader.subject(&file)?;
+        policy_test::check_rule_ids(&file, &subject)?;
+        for w in loader.warnings.drain(..) {
+            let _ = writeln!(err, "warning: {w}");
+        }
+        suites.push((file, subject));
+    }
+    let results: Vec<_> = suites
+        .into_iter()
+        .map(|(file, subject)| policy_test::run_file(&file, subject))
+        .collect();
+    let coverage = args.coverage.then(|| policy_test::coverage(&results));
+    if let Some(path) = &args.junit {
+        crate::container::write_atomic(path, policy_test::report::junit(&results).as_bytes())
+            .map_err(|e| Error::Io(format!("cannot write JUnit report {}: {e}", path.display())))?;
+    }
+    if args.json {
+        let report = policy_test::report::json(&results, coverage.as_ref());
+        write_out(out, &format!("{}\n", json_line(&report)))?;
+    } else {
+        write_out(out, &policy_test::report::text(&results, coverage.as_ref()))?;
+    }
+    let (_, failed) = policy_test::report::totals(&results);
+    Ok(if failed == 0 { 0 } else { 1 })
+}
+
 /// Renders an error as SPEC §4.3 prescribes, in text or as one JSON object.
 pub fn render_error(e: &(impl Named + std::fmt::Display), as_json: bool) -> String {
     if as_json {
@@ -669,6 +705,10 @@ pub fn render_error(e: &(impl Named + std::fmt::Display), as_json: bool) -> Stri
         for p in e.problems() {
             s.push_str("\n  - ");
             s.push_str(p);
+        }
+        if let Some(c) = e.context() {
+            s.push_str("\n  ");
+            s.push_str(&c);
         }
         s
     }

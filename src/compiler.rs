@@ -7,7 +7,7 @@ use crate::container::{self, write_atomic};
 use crate::crypto::sha256_hex;
 use crate::license::License;
 use crate::playbook::{self, PlaybookError, MAX_PLAYBOOK_BYTES};
-use crate::rules::{check_declarations, is_snake_case};
+use crate::rules::{check_declarations, is_snake_case, CustomRule};
 use crate::Error;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -26,6 +26,21 @@ pub struct CompiledPlaybook {
     pub sha256: String,
     /// Warnings for stderr (unknown keys, rule id style).
     pub warnings: Vec<String>,
+    /// The validated custom rules with their compiled patterns, in file
+    /// order (what an evaluator is built from, SPEC §6.1).
+    pub rules: Vec<CustomRule>,
+}
+
+/// Who may compile a playbook: the license checks of SPEC §4.2 (steps 4 and
+/// the solver half of 5), or none at all for a playbook under test (§13).
+#[derive(Debug, Clone, Copy)]
+pub enum Entitlement<'a> {
+    /// `compile`: the license (already through step 1) must allow the pack
+    /// id and every declared solver.
+    License(&'a License),
+    /// `helixor-pack test`: every other check runs, nothing is sealed, and
+    /// no license is needed.
+    PolicyTest,
 }
 
 /// What `compile` wrote.
@@ -65,12 +80,28 @@ pub fn compile_playbook(
     name: &str,
     license: &License,
 ) -> Result<CompiledPlaybook, Error> {
+    compile_in_memory(bytes, name, Entitlement::License(license))
+}
+
+/// Steps 2 to 6 of SPEC §4.2, the license's steps as `entitlement` says,
+/// to the canonical plaintext in memory (nothing is sealed or written).
+pub fn compile_in_memory(
+    bytes: &[u8],
+    name: &str,
+    entitlement: Entitlement<'_>,
+) -> Result<CompiledPlaybook, Error> {
     let document = playbook::parse_document(bytes, name)?;
     let doc = document.doc;
     let pack_id = playbook::pack_id(&doc, name)?.to_string();
-    license.check_pack(&pack_id)?;
+    if let Entitlement::License(license) = entitlement {
+        license.check_pack(&pack_id)?;
+    }
+    // Solvers are read either way: an unreadable declaration is a
+    // `PlaybookParseError` with or without a license.
     let solvers = playbook::solver_names(&doc, name)?;
-    license.check_solvers(&solvers)?;
+    if let Entitlement::License(license) = entitlement {
+        license.check_solvers(&solvers)?;
+    }
     let rules = check_declarations(&doc, name)?;
 
     let mut warnings = Vec::new();
@@ -100,6 +131,7 @@ pub fn compile_playbook(
         pack_id,
         plaintext,
         warnings,
+        rules,
     })
 }
 

@@ -120,4 +120,9 @@ pub trait Named {
     fn problems(&self) -> &[String] {
         &[]
     }
+    /// Where the error happened, when the message alone does not say
+    /// (text errors print it on a line of its own; JSON errors omit it).
+    fn context(&self) -> Option<String> {
+        None
+    }
 }

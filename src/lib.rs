@@ -13,6 +13,8 @@
 //! - [`engine`]: evaluation of a payload to a decision, and stream sessions
 //!   that release a text arriving in pieces as soon as it is final;
 //! - [`pack`]: load-time checks that turn a file into an engine;
+//! - [`policy_test`]: policy tests (`*.test.yaml`) run through the compiler
+//!   or the pack loader and the engine, with text, JSON and JUnit reports;
 //! - [`commands`]: the `helixor-pack` subcommands (the binary only parses flags);
 //! - [`server`]: serve mode (SPEC §9): configuration, generations, hot reload, the HTTP API.
 
@@ -31,6 +33,7 @@ pub mod manifest;
 pub mod pack;
 pub mod pattern;
 pub mod playbook;
+pub mod policy_test;
 pub mod rules;
 pub mod server;
 
@@ -40,6 +43,7 @@ pub use error::{ErrorName, Named};
 pub use license::{IssuerKeys, License, LicenseError};
 pub use pack::LoadedPack;
 pub use playbook::PlaybookError;
+pub use policy_test::PolicyTestError;
 
 /// Any error the tool or the runtime reports, by layer.
 #[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
@@ -53,6 +57,9 @@ pub enum Error {
     /// A playbook or declaration problem.
     #[error(transparent)]
     Playbook(#[from] PlaybookError),
+    /// A policy test file or path problem.
+    #[error(transparent)]
+    PolicyTest(#[from] PolicyTestError),
     /// An invalid serve configuration.
     #[error("{0}")]
     Config(String),
@@ -73,6 +80,7 @@ impl Named for Error {
             Self::License(e) => e.name(),
             Self::Pack(e) => e.name(),
             Self::Playbook(e) => e.name(),
+            Self::PolicyTest(e) => e.name(),
             Self::Config(_) => ErrorName::ConfigError,
             Self::Usage(_) => ErrorName::UsageError,
             Self::InvalidRequest(_) => ErrorName::InvalidRequestError,
@@ -83,7 +91,15 @@ impl Named for Error {
     fn problems(&self) -> &[String] {
         match self {
             Self::Playbook(e) => e.problems(),
+            Self::PolicyTest(e) => e.problems(),
             _ => &[],
+        }
+    }
+
+    fn context(&self) -> Option<String> {
+        match self {
+            Self::PolicyTest(e) => e.context(),
+            _ => None,
         }
     }
 }

@@ -1,7 +1,7 @@
 //! `helixor-pack`: parses flags and dispatches to `helixor::commands`.
 
 use clap::{ArgMatches, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
-use helixor::commands::{self, LicenseArgs, ManifestSource, RunArgs, RunInput};
+use helixor::commands::{self, LicenseArgs, ManifestSource, RunArgs, RunInput, TestArgs};
 use helixor::engine::StreamOptions;
 use helixor::license::{self, IssueRequest};
 use helixor::{Error, Named};
@@ -137,6 +137,28 @@ enum Command {
         /// Write to this file instead of stdout.
         #[arg(long, value_name = "FILE")]
         out: Option<PathBuf>,
+    },
+    /// Run policy tests: the cases of *.test.yaml files against their playbooks or packs (SPEC §13).
+    ///
+    /// A playbook is compiled in memory without a license; a pack is loaded with the test file's
+    /// `license:` or --license. Exit 0 when every case passed, 1 when one failed, the error's code
+    /// for a broken file.
+    Test {
+        /// Test files, or directories searched recursively for *.test.yaml
+        /// (hidden directories, target/ and node_modules/ are skipped) [default: .].
+        #[arg(value_name = "PATH")]
+        paths: Vec<PathBuf>,
+        #[command(flatten)]
+        license: LicenseFlags,
+        /// Also write a JUnit XML report to FILE.
+        #[arg(long, value_name = "FILE")]
+        junit: Option<PathBuf>,
+        /// List the rules (custom rules and built-in hard rules) that no case triggered.
+        #[arg(long)]
+        coverage: bool,
+        /// Print one JSON document with every file's and case's result instead of text.
+        #[arg(long)]
+        json: bool,
     },
     /// Serve decisions over HTTP with hot reload of the license and packs (SPEC §9).
     Serve {
@@ -336,6 +358,23 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, Error> {
             commands::manifest(&sources, &(&license).into(), out_file.as_deref(), &mut out)?;
             Ok(0)
         }
+        Command::Test {
+            paths,
+            license,
+            junit,
+            coverage,
+            json,
+        } => commands::test(
+            &TestArgs {
+                paths,
+                license: (&license).into(),
+                junit,
+                coverage,
+                json,
+            },
+            &mut out,
+            &mut err,
+        ),
         Command::Serve {
             config,
             license,

@@ -86,12 +86,7 @@ pub fn load_pack(bytes: &[u8], name: &str, license: &License) -> Result<LoadedPa
     license.check_solvers(&solvers)?;
     let rules = check_declarations(&doc, name)?;
     let version = playbook::pack_version(&doc);
-    let evaluator = Evaluator::new(sealed.pack_id, &version, &rules).map_err(|e| {
-        PlaybookError::Unsupported {
-            summary: format!("{name}: {e}"),
-            problems: vec![e],
-        }
-    })?;
+    let evaluator = build_evaluator(sealed.pack_id, &version, &rules, name)?;
     Ok(LoadedPack {
         pack_id: sealed.pack_id.to_string(),
         name: playbook::str_field(&doc, "name").map(str::to_string),
@@ -103,6 +98,21 @@ pub fn load_pack(bytes: &[u8], name: &str, license: &License) -> Result<LoadedPa
         solvers,
         doc,
         evaluator: Arc::new(evaluator),
+    })
+}
+
+/// Builds the engine of a checked playbook: the one way a pack (SPEC §5
+/// step 7) or a playbook under test (§13) gets an evaluator. An automaton
+/// the engine cannot build is an `UnsupportedPackDeclarationError`.
+pub fn build_evaluator(
+    pack_id: &str,
+    version: &str,
+    rules: &[CustomRule],
+    name: &str,
+) -> Result<Evaluator, PlaybookError> {
+    Evaluator::new(pack_id, version, rules).map_err(|e| PlaybookError::Unsupported {
+        summary: format!("{name}: {e}"),
+        problems: vec![e],
     })
 }
 

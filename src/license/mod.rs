@@ -366,6 +366,27 @@ fn string_list(
     }
 }
 
+/// `--license` and `--issuer-keys`, shared by every command that reads a license.
+#[derive(Debug, Clone, Default)]
+pub struct LicenseArgs {
+    /// `--license PATH`.
+    pub license: Option<PathBuf>,
+    /// `--issuer-keys PATH`.
+    pub issuer_keys: Option<PathBuf>,
+}
+
+impl LicenseArgs {
+    /// Finds, reads, verifies and window-checks the license (SPEC §5 step 1).
+    pub fn load(&self, now: OffsetDateTime) -> Result<License, LicenseError> {
+        let path = resolve_license_path(self.license.as_deref())?;
+        let lic = License::read(&path)?;
+        let keys = IssuerKeys::resolve(self.issuer_keys.as_deref())?;
+        lic.verify(&keys)?;
+        lic.check_window(now)?;
+        Ok(lic)
+    }
+}
+
 /// The user's home directory, if known.
 pub(crate) fn home_dir() -> Option<PathBuf> {
     std::env::var_os("HOME")
