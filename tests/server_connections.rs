@@ -145,3 +145,53 @@ fn max_connections_holds_under_thousands_of_idle_sockets() {
     assert!(open_fds(pid) <= base + 200 + 16);
     drop(idle);
 }
+
+/// Sends `raw` and reads the whole answer (the server closes after it).
+fn raw_answer(addr: std::net::SocketAddr, raw: &[u8]) -> String {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let _ = s.write_all(raw);
+    let mut got = Vec::new();
+    let _ = s.read_to_end(&mut got);
+    String::from_utf8_lossy(&got).into_owned()
+}
+
+#[test]
+fn requests_hyper_cannot_parse_get_the_json_error_body() {
+    let (_fx, server) = start("  header_read_timeout_ms: 5000\n");
+    let long_uri = format!("GET /{} HTTP/1.1\r\nHost: t\r\n\r\n", "a".repeat(70_000));
+    let big_header = format!(
+        "GET /healthz HTTP/1.1\r\nHost: t\r\nX-Big: {}\r\n\r\n",
+        "b".repeat(600_000)
+    );
+    for (raw, status, message) in [
+        (
+            b"GET / HTTP/1.1\r\nBad Header\r\n\r\n".to_vec(),
+            "400 Bad Request",
+            "the request is not valid HTTP/1.1",
+        ),
+        (
+            long_uri.into_bytes(),
+            "414 URI Too Long",
+            "the request target is over the size limit",
+        ),
+        (
+            big_header.into_bytes(),
+            "431 Request Header Fields Too Large",
+            "the request head is over the size limit",
+        ),
+    ] {
+        let a = raw_answer(server.addr, &raw);
+        let (head, body) = a.split_once("\r\n\r\n").unwrap_or((&a, ""));
+        assert!(
+            head.starts_with(&format!("HTTP/1.1 {status}\r\n")),
+            "{head}"
+        );
+        assert!(head.contains("content-type: application/json"), "{head}");
+        assert_eq!(
+            serde_json::from_str::<serde_json::Value>(body).unwrap(),
+            serde_json::json!({"error": "InvalidRequestError", "message": message})
+        );
+    }
+    assert_eq!(server.get("/healthz").status, 200);
+}

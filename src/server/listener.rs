@@ -5,6 +5,8 @@
 //! closed (slowloris), an idle keep-alive connection is closed after
 //! `idle_timeout_ms`, and a graceful shutdown lets requests in flight finish.
 //! It serves the router as it is: it never looks at a request's content.
+//! The answers hyper writes by itself for requests it cannot parse (400,
+//! 414, 431) get the JSON error body of §9.4 like every other error.
 //!
 //! hyper's own header timer also runs while a keep-alive connection waits
 //! for its next request, which would make the idle timeout the header
@@ -113,10 +115,47 @@ async fn watchdog(clock: Arc<Clock>, limits: ConnLimits) {
     }
 }
 
-/// The socket, noting when bytes arrive.
+/// The socket, noting when bytes arrive, and giving hyper's own error
+/// answers the JSON body of SPEC §9.4.
 struct Watched {
     inner: TcpStream,
     clock: Arc<Clock>,
+    /// Our answer in place of hyper's, still to be written, and the length
+    /// of hyper's buffer it stands for.
+    rewrite: Option<(Vec<u8>, usize)>,
+}
+
+/// The status of an answer hyper wrote by itself for a request it could not
+/// parse (400, 414 or 431, an empty body, no request in flight), if `buf`
+/// is one.
+fn hyper_error_status(buf: &[u8]) -> Option<u16> {
+    let rest = buf
+        .strip_prefix(b"HTTP/1.1 ")
+        .or_else(|| buf.strip_prefix(b"HTTP/1.0 "))?;
+    let status: u16 = std::str::from_utf8(rest.get(..3)?).ok()?.parse().ok()?;
+    let head = std::str::from_utf8(buf).ok()?.to_ascii_lowercase();
+    (matches!(status, 400 | 414 | 431)
+        && head.ends_with("\r\n\r\n")
+        && head.contains("\r\ncontent-length: 0\r\n"))
+    .then_some(status)
+}
+
+/// The §9.4 answer for a request hyper could not parse.
+fn json_error_answer(status: u16) -> Vec<u8> {
+    let (reason, message) = match status {
+        414 => ("URI Too Long", "the request target is over the size limit"),
+        431 => (
+            "Request Header Fields Too Large",
+            "the request head is over the size limit",
+        ),
+        _ => ("Bad Request", "the request is not valid HTTP/1.1"),
+    };
+    let body = serde_json::json!({"error": "InvalidRequestError", "message": message}).to_string();
+    format!(
+        "HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .into_bytes()
 }
 
 impl AsyncRead for Watched {
@@ -140,7 +179,32 @@ impl AsyncWrite for Watched {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<std::io::Result<usize>> {
-        Pin::new(&mut self.inner).poll_write(cx, buf)
+        // Bytes written while no request is in flight are hyper's own.
+        if self.rewrite.is_none() && self.clock.busy.load(Ordering::Acquire) == 0 {
+            if let Some(status) = hyper_error_status(buf) {
+                self.rewrite = Some((json_error_answer(status), buf.len()));
+            }
+        }
+        let this = &mut *self;
+        if let Some((pending, stands_for)) = &mut this.rewrite {
+            while !pending.is_empty() {
+                match Pin::new(&mut this.inner).poll_write(cx, pending) {
+                    Poll::Ready(Ok(0)) => {
+                        return Poll::Ready(Err(std::io::ErrorKind::WriteZero.into()))
+                    }
+                    Poll::Ready(Ok(n)) => {
+                        pending.drain(..n);
+                    }
+                    other => return other,
+                }
+            }
+            let n = *stands_for;
+            if n > 0 {
+                *stands_for = 0;
+                return Poll::Ready(Ok(n.min(buf.len())));
+            }
+        }
+        Pin::new(&mut this.inner).poll_write(cx, buf)
     }
 
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
@@ -151,16 +215,10 @@ impl AsyncWrite for Watched {
         Pin::new(&mut self.inner).poll_shutdown(cx)
     }
 
-    fn poll_write_vectored(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[std::io::IoSlice<'_>],
-    ) -> Poll<std::io::Result<usize>> {
-        Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
-    }
-
     fn is_write_vectored(&self) -> bool {
-        self.inner.is_write_vectored()
+        // Every write goes through `poll_write`, where hyper's own answers
+        // are seen whole.
+        false
     }
 }
 
@@ -215,6 +273,7 @@ pub async fn serve(
         let io = TokioIo::new(Watched {
             inner: stream,
             clock: Arc::clone(&clock),
+            rewrite: None,
         });
         let service_clock = Arc::clone(&clock);
         let app = app.clone();
