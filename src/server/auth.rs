@@ -121,7 +121,9 @@ mod tests {
         assert_eq!(set.len(), 2);
         assert!(set.accepts("plain-token"));
         assert!(set.accepts("s3cret"));
-        assert!(!set.accepts("sha256:{hashed}"));
+        // The digest line is not itself a token.
+        assert!(!set.accepts(&format!("sha256:{hashed}")));
+        assert!(!set.accepts(&hashed));
         assert!(!set.accepts(""));
         assert!(set.accepts_header(Some(b"Bearer plain-token")));
         assert!(set.accepts_header(Some(b"bearer s3cret")));
