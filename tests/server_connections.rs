@@ -195,3 +195,45 @@ fn requests_hyper_cannot_parse_get_the_json_error_body() {
     }
     assert_eq!(server.get("/healthz").status, 200);
 }
+
+#[test]
+fn healthz_stays_fast_while_large_evaluations_run() {
+    let (_fx, server) = start("  max_body_bytes: 2097152\n  request_timeout_ms: 60000\n");
+    let text = "Mail jane.doe@example.com or call 212-555-0187. ".repeat(21_400);
+    let body = serde_json::json!({"text": text, "pack_id": "compliance.regulatory_pii_guard.v1"})
+        .to_string();
+    assert!(text.len() > 1_000_000 && text.len() < 1 << 20);
+    let addr = server.addr;
+    // As many large evaluations as the runtime has workers (2 cores).
+    let heavy: Vec<_> = (0..2)
+        .map(|_| {
+            let body = body.clone();
+            std::thread::spawn(move || {
+                let started = Instant::now();
+                let a = server_support::request(addr, "POST", "/evaluate", Some(&body)).unwrap();
+                assert_eq!(a.status, 200, "{}", &a.body[..a.body.len().min(300)]);
+                (a.status, started.elapsed())
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(30));
+    let mut probes = Vec::new();
+    while probes.len() < 5 && !heavy.iter().all(std::thread::JoinHandle::is_finished) {
+        let started = Instant::now();
+        assert_eq!(server.get("/healthz").status, 200);
+        probes.push(started.elapsed());
+    }
+    let took: Vec<(u16, Duration)> = heavy.into_iter().map(|h| h.join().unwrap()).collect();
+    for (status, _) in &took {
+        assert_eq!(*status, 200);
+    }
+    // The probes did not wait for the evaluations: each answered in a small
+    // fraction of the time one evaluation took (generous: CI machines are shared).
+    let slowest_eval = took.iter().map(|t| t.1).max().unwrap();
+    for p in &probes {
+        assert!(
+            *p < Duration::from_millis(250) && *p * 4 < slowest_eval,
+            "a probe took {p:?} while an evaluation took {slowest_eval:?}"
+        );
+    }
+}

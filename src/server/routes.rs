@@ -904,31 +904,32 @@ pub(super) fn noted(mut resp: Response, d: &Decision<'_>) -> Response {
     resp
 }
 
-async fn evaluate_single(state: &AppState, req: Request, with_remedy: bool) -> Response {
+async fn evaluate_single(state: &AppStateRef, req: Request, with_remedy: bool) -> Response {
     let body = match read_json(req, state.config.limits.max_body_bytes).await {
         Ok(b) => b,
         Err(e) => return e.into_response(),
     };
-    let (text, pack_id) = match as_object(&body, "the body").and_then(text_and_pack) {
-        Ok(x) => x,
-        Err(m) => return ApiError::bad_request(m).into_response(),
-    };
-    let generation = match serving(state) {
-        Ok(g) => g,
-        Err(e) => return e.into_response(),
-    };
-    let pack = match choose(&generation, pack_id, state.config.default_pack.as_deref()) {
-        Ok(p) => p,
-        Err(e) => return e.into_response(),
-    };
-    let decision = pack.evaluator.evaluate(text);
-    state.metrics.observe_decision(&decision);
-    let answer = SingleAnswer {
-        decision: &decision,
-        generation: generation.number,
-        remedy: with_remedy.then(|| remedy(&decision)),
-    };
-    noted(json_response(StatusCode::OK, &answer), &decision)
+    let bytes = body.get("text").and_then(Value::as_str).map_or(0, str::len);
+    let state = AppStateRef::clone(state);
+    // A large payload is evaluated on a blocking thread: the async workers
+    // (and `/healthz`) never wait for it; request_timeout_ms still bounds it.
+    off_workers(bytes, move || {
+        let (text, pack_id) = as_object(&body, "the body")
+            .and_then(text_and_pack)
+            .map_err(ApiError::bad_request)?;
+        let generation = serving(&state)?;
+        let pack = choose(&generation, pack_id, state.config.default_pack.as_deref())?;
+        let decision = pack.evaluator.evaluate(text);
+        state.metrics.observe_decision(&decision);
+        let answer = SingleAnswer {
+            decision: &decision,
+            generation: generation.number,
+            remedy: with_remedy.then(|| remedy(&decision)),
+        };
+        Ok(noted(json_response(StatusCode::OK, &answer), &decision))
+    })
+    .await
+    .unwrap_or_else(IntoResponse::into_response)
 }
 
 async fn evaluate(State(state): State<AppStateRef>, req: Request) -> Response {
@@ -974,10 +975,25 @@ async fn evaluate_batch(State(state): State<AppStateRef>, req: Request) -> Respo
         ))
         .into_response();
     }
-    let generation = match serving(&state) {
-        Ok(g) => g,
-        Err(e) => return e.into_response(),
-    };
+    // Every item's text counts: a batch of many small texts is as heavy as one large one.
+    let bytes: usize = items
+        .iter()
+        .filter_map(|i| i.get("text").and_then(Value::as_str))
+        .map(str::len)
+        .sum();
+    let state = AppStateRef::clone(&state);
+    off_workers(bytes, move || batch_answer(&state, &body))
+        .await
+        .unwrap_or_else(IntoResponse::into_response)
+}
+
+/// The answer to a batch whose body was checked (items an array, not too many).
+fn batch_answer(state: &AppState, body: &Value) -> Result<Response, ApiError> {
+    let items = body
+        .get("items")
+        .and_then(Value::as_array)
+        .map_or(&[][..], Vec::as_slice);
+    let generation = serving(state)?;
     let default_pack = state.config.default_pack.as_deref();
     let results: Vec<BatchResult<'_>> = items
         .iter()
@@ -1002,10 +1018,10 @@ async fn evaluate_batch(State(state): State<AppStateRef>, req: Request) -> Respo
             }
         })
         .collect();
-    json_response(
+    Ok(json_response(
         StatusCode::OK,
         &json!({"generation": generation.number, "results": results}),
-    )
+    ))
 }
 
 async fn healthz() -> Response {
