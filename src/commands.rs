@@ -694,6 +694,34 @@ pub fn test(args: &TestArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result
     Ok(if failed == 0 { 0 } else { 1 })
 }
 
+/// `download-pack` (SPEC §14): downloads, checks (SPEC §5) and writes a
+/// catalog pack, then prints what was written (text, or one JSON object).
+pub fn download_pack(
+    req: &crate::catalog::client::DownloadRequest,
+    as_json: bool,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<(), Error> {
+    let env = |k: &str| std::env::var(k).ok();
+    let d = crate::catalog::client::download_pack(req, &env, err)?;
+    if as_json {
+        return write_out(out, &format!("{}\n", json_line(&d)));
+    }
+    write_out(
+        out,
+        &format!(
+            "downloaded {} (version {}) sealed for {}\n  from:   {}\n  sha256: {}\n  wrote:  {} ({} bytes)\n",
+            d.pack_id,
+            if d.version.is_empty() { "none" } else { &d.version },
+            d.license_id,
+            d.url,
+            d.sha256,
+            d.path.display(),
+            d.bytes
+        ),
+    )
+}
+
 /// Renders an error as SPEC §4.3 prescribes, in text or as one JSON object.
 pub fn render_error(e: &(impl Named + std::fmt::Display), as_json: bool) -> String {
     if as_json {

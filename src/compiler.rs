@@ -1,9 +1,14 @@
 //! The compiler (SPEC §4.2): every compile-time check in order, then the
 //! playbook's canonical JSON is sealed (§3) and written atomically. The
 //! plaintext is never written to disk.
+//!
+//! Compiling and sealing are separate steps: [`compile_in_memory`] runs the
+//! checks and yields a [`CompiledPlaybook`], which [`CompiledPlaybook::seal`]
+//! seals for any number of licenses (the catalog compiles once at start-up
+//! and seals per request, SPEC §14).
 
 use crate::canonical;
-use crate::container::{self, write_atomic};
+use crate::container::{self, write_atomic, PackError};
 use crate::crypto::sha256_hex;
 use crate::license::License;
 use crate::playbook::{self, PlaybookError, MAX_PLAYBOOK_BYTES};
@@ -20,6 +25,10 @@ pub struct CompiledPlaybook {
     pub pack_id: String,
     /// `version` as text.
     pub version: String,
+    /// `name`, if a string.
+    pub name: Option<String>,
+    /// The declared solver names (a license must allow each, SPEC §4.2 step 5).
+    pub solvers: Vec<String>,
     /// The canonical JSON plaintext (zeroized on drop: it holds the patterns).
     pub plaintext: Zeroizing<Vec<u8>>,
     /// Hex SHA-256 of the plaintext.
@@ -41,6 +50,10 @@ pub enum Entitlement<'a> {
     /// `helixor-pack test`: every other check runs, nothing is sealed, and
     /// no license is needed.
     PolicyTest,
+    /// `catalog serve`: every other check runs once, at start-up; the
+    /// license's run per request, for the license the playbook is then
+    /// sealed for ([`CompiledPlaybook::seal`], SPEC §14).
+    PerLicense,
 }
 
 /// What `compile` wrote.
@@ -128,11 +141,25 @@ pub fn compile_in_memory(
     Ok(CompiledPlaybook {
         sha256: sha256_hex(&plaintext),
         version: playbook::pack_version(&doc),
+        name: playbook::str_field(&doc, "name").map(str::to_string),
         pack_id,
+        solvers,
         plaintext,
         warnings,
         rules,
     })
+}
+
+impl CompiledPlaybook {
+    /// Seals the playbook for `license` (SPEC §3): the key derived from its
+    /// content key, `<pack_id>:<license_id>` as associated data, a fresh
+    /// nonce. Checks nothing: the caller has verified the license and its
+    /// entitlements. Only the license's content key and id are used; no
+    /// issuer key is needed.
+    pub fn seal(&self, license: &License) -> Result<Vec<u8>, PackError> {
+        let key = license.content_key().pack_key();
+        container::seal(&self.pack_id, &license.license_id, &key, &self.plaintext)
+    }
 }
 
 /// `helixor-pack compile`: checks, seals and writes the pack to `out`.
@@ -143,13 +170,7 @@ pub fn compile_file(
 ) -> Result<CompileOutput, Error> {
     let bytes = read_playbook(playbook_path)?;
     let compiled = compile_playbook(&bytes, &playbook_path.display().to_string(), license)?;
-    let key = license.content_key().pack_key();
-    let sealed = container::seal(
-        &compiled.pack_id,
-        &license.license_id,
-        &key,
-        &compiled.plaintext,
-    )?;
+    let sealed = compiled.seal(license)?;
     write_atomic(out, &sealed)
         .map_err(|e| Error::Io(format!("cannot write pack {}: {e}", out.display())))?;
     Ok(CompileOutput {

@@ -55,6 +55,38 @@ pub enum ErrorName {
 }
 
 impl ErrorName {
+    /// Every name, in SPEC §4.3 order.
+    pub const ALL: [ErrorName; 23] = [
+        Self::CompilerError,
+        Self::PlaybookParseError,
+        Self::UnsupportedPackDeclarationError,
+        Self::LicenseNotFoundError,
+        Self::LicenseError,
+        Self::LicenseSignatureError,
+        Self::LicenseNotYetValidError,
+        Self::LicenseExpiredError,
+        Self::LicenseEntitlementError,
+        Self::PackFormatError,
+        Self::PackUnsealError,
+        Self::PackIntegrityError,
+        Self::PackNotFoundError,
+        Self::ConfigError,
+        Self::UsageError,
+        Self::InvalidRequestError,
+        Self::UnauthorizedError,
+        Self::NotFoundError,
+        Self::MethodNotAllowedError,
+        Self::PayloadTooLargeError,
+        Self::UnsupportedMediaTypeError,
+        Self::ServiceUnavailableError,
+        Self::IoError,
+    ];
+
+    /// The name printed as `s`, if it is one (e.g. an error body of a server).
+    pub fn from_name(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|n| n.as_str() == s)
+    }
+
     /// The name as printed, e.g. `LicenseExpiredError`.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -124,5 +156,18 @@ pub trait Named {
     /// (text errors print it on a line of its own; JSON errors omit it).
     fn context(&self) -> Option<String> {
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_name_parses_back() {
+        for n in ErrorName::ALL {
+            assert_eq!(ErrorName::from_name(n.as_str()), Some(n));
+        }
+        assert_eq!(ErrorName::from_name("InternalError"), None);
     }
 }

@@ -16,11 +16,14 @@
 //! - [`policy_test`]: policy tests (`*.test.yaml`) run through the compiler
 //!   or the pack loader and the engine, with text, JSON and JUnit reports;
 //! - [`commands`]: the `helixor-pack` subcommands (the binary only parses flags);
-//! - [`server`]: serve mode (SPEC §9): configuration, generations, hot reload, the HTTP API.
+//! - [`server`]: serve mode (SPEC §9): configuration, generations, hot reload, the HTTP API;
+//! - [`catalog`]: catalog packs (SPEC §14): a vendor's catalog server that
+//!   seals its playbooks per license, and the `download-pack` client.
 
 pub mod builtins;
 pub mod canonical;
 pub mod capped;
+pub mod catalog;
 pub mod commands;
 pub mod compiler;
 pub mod container;
@@ -69,9 +72,19 @@ pub enum Error {
     /// A malformed evaluation request or input line.
     #[error("{0}")]
     InvalidRequest(String),
-    /// A file with no kind of its own that cannot be read or written.
+    /// A file with no kind of its own that cannot be read or written, or a
+    /// server that cannot be reached (`download-pack`).
     #[error("{0}")]
     Io(String),
+    /// An error another Helixor service answered with (the catalog's
+    /// refusal of `download-pack`): its name and message, as sent.
+    #[error("{message}")]
+    Remote {
+        /// The SPEC §4.3 name the service answered.
+        name: ErrorName,
+        /// Its message, with where it came from.
+        message: String,
+    },
 }
 
 impl Named for Error {
@@ -85,6 +98,7 @@ impl Named for Error {
             Self::Usage(_) => ErrorName::UsageError,
             Self::InvalidRequest(_) => ErrorName::InvalidRequestError,
             Self::Io(_) => ErrorName::IoError,
+            Self::Remote { name, .. } => *name,
         }
     }
 

@@ -174,6 +174,31 @@ enum Command {
         #[arg(long, value_name = "ADDR")]
         listen: Option<String>,
     },
+    /// Download a catalog pack sealed for your license; every load-time check runs before it is written (SPEC §14).
+    DownloadPack {
+        /// The pack to download.
+        #[arg(long, value_name = "ID")]
+        pack_id: String,
+        /// The catalog's base URL, http or https (else $HELIXOR_CATALOG_URL).
+        #[arg(long, value_name = "URL")]
+        catalog: Option<String>,
+        #[command(flatten)]
+        license: LicenseFlags,
+        /// Where to write the pack (written atomically, only once it loads).
+        #[arg(long, value_name = "FILE")]
+        out: PathBuf,
+        /// Bound on connecting and on the whole download, in milliseconds.
+        #[arg(long, value_name = "MS", default_value_t = helixor::catalog::client::DEFAULT_TIMEOUT_MS, value_parser = clap::value_parser!(u64).range(1..))]
+        timeout_ms: u64,
+        /// Print one JSON object instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// A vendor's catalog of playbooks, sealed per customer license (SPEC §14).
+    Catalog {
+        #[command(subcommand)]
+        command: CatalogCommand,
+    },
     /// GET a URL over plain HTTP within 2 s; exit 0 on 200, else 1 (container health checks).
     Healthcheck {
         /// e.g. http://127.0.0.1:8080/healthz
@@ -184,6 +209,28 @@ enum Command {
     License {
         #[command(subcommand)]
         command: LicenseCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum CatalogCommand {
+    /// Serve the playbooks of a directory: GET /v1/catalog, POST /v1/catalog/packs/{pack_id} with a license.
+    Serve {
+        /// Directory of playbooks (*.yaml, *.yml), compiled once at start-up.
+        #[arg(long, value_name = "DIR")]
+        playbooks: PathBuf,
+        /// Issuer public keys that verify customers' licenses: a JSON file or a directory of <key_id>.pub files.
+        #[arg(long, value_name = "PATH", env = "HELIXOR_ISSUER_KEYS")]
+        issuer_keys: PathBuf,
+        /// Address to listen on (port 0: any free port).
+        #[arg(long, value_name = "ADDR", default_value = helixor::catalog::DEFAULT_LISTEN)]
+        listen: String,
+        /// Log lines on stderr: text or json.
+        #[arg(long, value_name = "FORMAT", default_value = "text", value_parser = ["text", "json"])]
+        log_format: String,
+        /// A tracing filter: info, debug, warn, ...
+        #[arg(long, value_name = "LEVEL", default_value = "info")]
+        log_level: String,
     },
 }
 
@@ -390,6 +437,48 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, Error> {
                 packs_dir,
                 listen,
             })
+        }
+        Command::DownloadPack {
+            pack_id,
+            catalog,
+            license,
+            out: out_path,
+            timeout_ms,
+            json,
+        } => {
+            let req = helixor::catalog::client::DownloadRequest {
+                pack_id,
+                catalog,
+                license: license.license,
+                issuer_keys: license.issuer_keys,
+                out: out_path,
+                timeout: std::time::Duration::from_millis(timeout_ms),
+            };
+            commands::download_pack(&req, json, &mut out, &mut err)?;
+            Ok(0)
+        }
+        Command::Catalog {
+            command:
+                CatalogCommand::Serve {
+                    playbooks,
+                    issuer_keys,
+                    listen,
+                    log_format,
+                    log_level,
+                },
+        } => {
+            // The server prints its address from its own threads: release stdout.
+            drop(out);
+            let mut opts = helixor::catalog::server::CatalogServeOptions::new(
+                playbooks,
+                issuer_keys,
+                Some(listen),
+            );
+            opts.log.level = log_level;
+            if log_format == "json" {
+                opts.log.format = helixor::server::LogFormat::Json;
+            }
+            helixor::catalog::server::serve(&opts)
         }
         Command::Healthcheck { url } => match helixor::server::healthcheck::check(&url) {
             Ok(()) => Ok(0),

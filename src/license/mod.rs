@@ -310,6 +310,21 @@ impl License {
         }
     }
 
+    /// Whether the license may download `pack_id` from a catalog (SPEC §14):
+    /// only a `licensed_packs` pattern grants it; the
+    /// `custom_playbook_compilation` feature (compiling one's own playbooks)
+    /// does not grant a vendor's catalog packs.
+    pub fn check_catalog_pack(&self, pack_id: &str) -> Result<(), LicenseError> {
+        if crate::glob::any_matches(&self.licensed_packs, pack_id) {
+            Ok(())
+        } else {
+            Err(LicenseError::Entitlement(format!(
+                "license {} ({}) does not allow catalog pack `{pack_id}`: it matches no `licensed_packs` pattern (the `{FEATURE_CUSTOM_COMPILATION}` feature does not grant catalog packs)",
+                self.source, self.license_id
+            )))
+        }
+    }
+
     /// Whether every solver in `solvers` matches a `licensed_solvers` glob.
     pub fn check_solvers<S: AsRef<str>>(&self, solvers: &[S]) -> Result<(), LicenseError> {
         for s in solvers {

@@ -322,7 +322,7 @@ pub fn router(state: Arc<AppState>) -> Router {
 pub const MAX_REQUEST_ID_LEN: usize = 128;
 
 /// An empty, overlong or non-printable `x-request-id` is dropped, so one is generated.
-async fn drop_unusable_request_id(mut req: Request) -> Request {
+pub(crate) async fn drop_unusable_request_id(mut req: Request) -> Request {
     let unusable = req.headers().get(REQUEST_ID_HEADER).is_some_and(|v| {
         let b = v.as_bytes();
         b.is_empty() || b.len() > MAX_REQUEST_ID_LEN || !b.iter().all(|c| c.is_ascii_graphic())
@@ -333,7 +333,7 @@ async fn drop_unusable_request_id(mut req: Request) -> Request {
     req
 }
 
-fn panic_response(_panic: Box<dyn std::any::Any + Send + 'static>) -> Response {
+pub(crate) fn panic_response(_panic: Box<dyn std::any::Any + Send + 'static>) -> Response {
     // The panic's message is not returned: it could quote anything.
     json_response(
         StatusCode::INTERNAL_SERVER_ERROR,
@@ -426,7 +426,7 @@ fn route_label(req: &Request) -> &'static str {
         .map_or(UNMATCHED_ROUTE, |(_, p)| *p)
 }
 
-fn method_label(method: &axum::http::Method) -> &'static str {
+pub(crate) fn method_label(method: &axum::http::Method) -> &'static str {
     use axum::http::Method;
     match *method {
         Method::GET => "GET",
@@ -592,7 +592,7 @@ fn is_length_limit(e: &(dyn std::error::Error + 'static)) -> bool {
     false
 }
 
-fn check_content_type(headers: &HeaderMap) -> Result<(), ApiError> {
+pub(crate) fn check_content_type(headers: &HeaderMap) -> Result<(), ApiError> {
     let unsupported = |m: &str| {
         ApiError::new(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
@@ -682,7 +682,7 @@ pub(super) async fn read_json(req: Request, limit: usize) -> Result<Value, ApiEr
 
 /// Parses JSON, refusing an object with a key twice (SPEC §9.1): two
 /// parsers must never disagree on which `text` was judged.
-pub(super) fn parse_strict(bytes: &[u8]) -> Result<Value, serde_json::Error> {
+pub(crate) fn parse_strict(bytes: &[u8]) -> Result<Value, serde_json::Error> {
     use serde::de::DeserializeSeed;
     let mut de = serde_json::Deserializer::from_slice(bytes);
     let value = Strict.deserialize(&mut de)?;
