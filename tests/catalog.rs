@@ -795,6 +795,27 @@ fn a_dead_catalog_is_a_clear_error() {
     assert!(run.elapsed < Duration::from_secs(10), "{run:?}");
     assert!(!out.exists());
 
+    // https:// to a catalog that speaks plain HTTP: rustls refuses the
+    // handshake, and the license is not sent in clear.
+    let plain = s.catalog();
+    let run = s.download(
+        &format!("https://{}", plain.addr),
+        TEST_PACK,
+        &lic,
+        &out,
+        &["--timeout-ms", "5000"],
+    );
+    run.fails("IoError", 1).names(&format!(
+        "cannot reach the catalog at https://{}",
+        plain.addr
+    ));
+    assert!(!out.exists());
+    assert!(
+        !plain.log().contains("sealed a catalog pack"),
+        "{}",
+        plain.log()
+    );
+
     // No catalog at all, or not a URL: usage errors.
     s.cli(
         &[

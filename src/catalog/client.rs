@@ -153,6 +153,12 @@ fn unreachable(base: &str, timeout: Duration, e: ureq::Error) -> Error {
             format!("cannot reach the catalog at {base}: its host name does not resolve")
         }
         ureq::Error::Io(e) => format!("cannot reach the catalog at {base}: {e}"),
+        ureq::Error::Rustls(e) => {
+            format!("cannot reach the catalog at {base}: the TLS handshake failed: {e}")
+        }
+        ureq::Error::Tls(e) => {
+            format!("cannot reach the catalog at {base}: the TLS handshake failed: {e}")
+        }
         other => format!("cannot reach the catalog at {base}: {other}"),
     })
 }

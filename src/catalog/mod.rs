@@ -215,6 +215,155 @@ impl Catalog {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::{ErrorName, Named};
+    use crate::license::{issue_license, keygen, IssueRequest};
+
+    /// A catalog's directory, the catalog loaded from it, and a license body.
+    type Setup = (
+        tempfile::TempDir,
+        Result<(Catalog, Vec<String>), Error>,
+        Vec<u8>,
+    );
+
+    /// A catalog of `playbooks` (file name, YAML) in a temporary directory,
+    /// and a license of its issuer for `packs` and `solvers`.
+    fn setup(
+        playbooks: &[(&str, &str)],
+        packs: &[&str],
+        solvers: &[&str],
+        features: &[&str],
+    ) -> Setup {
+        let tmp = tempfile::tempdir().unwrap();
+        let keys_dir = tmp.path().join("keys");
+        let kg = keygen("cat-issuer", &keys_dir).unwrap();
+        let dir = tmp.path().join("playbooks");
+        std::fs::create_dir_all(&dir).unwrap();
+        for (name, yaml) in playbooks {
+            std::fs::write(dir.join(name), yaml).unwrap();
+        }
+        let now = OffsetDateTime::now_utc();
+        let lic = tmp.path().join("lic.hxlic");
+        issue_license(&IssueRequest {
+            issuer_key: kg.secret_path,
+            license_id: "lic_cat_0001".into(),
+            licensee: "Customer".into(),
+            tier: "ENTERPRISE".into(),
+            packs: packs.iter().map(|s| s.to_string()).collect(),
+            solvers: solvers.iter().map(|s| s.to_string()).collect(),
+            features: features.iter().map(|s| s.to_string()).collect(),
+            not_before: now - time::Duration::hours(1),
+            not_after: now + time::Duration::days(1),
+            issued_at: now,
+            out: lic.clone(),
+        })
+        .unwrap();
+        let keys = IssuerKeys::from_path(&keys_dir).unwrap();
+        let catalog = Catalog::load(&dir, keys);
+        let body = std::fs::read(&lic).unwrap();
+        (tmp, catalog, body)
+    }
+
+    const IDS: &str = "pack_id: custom.ids.v1\nversion: 2\nname: Ids\nrules:\n  - id: ticket\n    type: regex\n    pattern: 'TCK-\\d{6}'\n    action: redact\n";
+    const SOLVING: &str = "pack_id: custom.solving.v1\nsolvers: [z3]\n";
+
+    #[test]
+    fn compiled_once_sealed_per_license() {
+        let (_tmp, catalog, body) = setup(
+            &[
+                ("ids.yaml", IDS),
+                ("solving.yml", SOLVING),
+                (".hidden.yaml", "not: [yaml"),
+            ],
+            &["custom.*"],
+            &["z3"],
+            &[],
+        );
+        let (catalog, warnings) = catalog.unwrap();
+        assert!(warnings.is_empty(), "{warnings:?}");
+        assert_eq!(catalog.len(), 2);
+        assert_eq!(
+            catalog.items()[0],
+            CatalogItem {
+                pack_id: "custom.ids.v1".into(),
+                version: "2".into(),
+                name: Some("Ids".into()),
+            }
+        );
+        let license = catalog
+            .verify_license(&body, OffsetDateTime::now_utc())
+            .unwrap();
+        let a = catalog.seal_for("custom.ids.v1", &license).unwrap();
+        let b = catalog.seal_for("custom.ids.v1", &license).unwrap();
+        // A fresh nonce each time; both open with the license (SPEC §5).
+        assert_ne!(a, b);
+        for bytes in [&a, &b] {
+            let pack = crate::pack::load_pack(bytes, "t", &license).unwrap();
+            assert_eq!(pack.pack_id, "custom.ids.v1");
+            assert_eq!(
+                pack.evaluator.evaluate("see TCK-123456").action,
+                "redact_ticket"
+            );
+        }
+        assert!(catalog.seal_for("custom.solving.v1", &license).is_ok());
+        let e = catalog.seal_for("custom.none.v1", &license).unwrap_err();
+        assert_eq!(e.name(), ErrorName::PackNotFoundError);
+    }
+
+    #[test]
+    fn entitlements_are_checked_per_request() {
+        // Solvers not licensed; the feature grants no catalog pack.
+        let (_tmp, catalog, body) = setup(
+            &[("ids.yaml", IDS), ("solving.yaml", SOLVING)],
+            &["custom.solving.*"],
+            &[],
+            &["custom_playbook_compilation"],
+        );
+        let (catalog, _) = catalog.unwrap();
+        let license = catalog
+            .verify_license(&body, OffsetDateTime::now_utc())
+            .unwrap();
+        let e = catalog.seal_for("custom.solving.v1", &license).unwrap_err();
+        assert_eq!(e.name(), ErrorName::LicenseEntitlementError);
+        assert!(e.to_string().contains("solver `z3`"), "{e}");
+        let e = catalog.seal_for("custom.ids.v1", &license).unwrap_err();
+        assert_eq!(e.name(), ErrorName::LicenseEntitlementError);
+        assert!(
+            e.to_string().contains("does not grant catalog packs"),
+            "{e}"
+        );
+        // A license edited after signing does not verify; one past its window is expired.
+        let mut edited: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        edited["licensed_packs"] = serde_json::json!(["*"]);
+        let e = catalog
+            .verify_license(edited.to_string().as_bytes(), OffsetDateTime::now_utc())
+            .unwrap_err();
+        assert_eq!(e.name(), ErrorName::LicenseSignatureError);
+        let later = OffsetDateTime::now_utc() + time::Duration::days(2);
+        let e = catalog.verify_license(&body, later).unwrap_err();
+        assert_eq!(e.name(), ErrorName::LicenseExpiredError);
+    }
+
+    #[test]
+    fn broken_or_empty_catalogs_are_refused() {
+        let bad = "pack_id: custom.bad.v1\nrules:\n  - id: r\n    type: regex\n    pattern: '(?=x)'\n    action: redact\n";
+        let (_t, c, _) = setup(&[("ids.yaml", IDS), ("bad.yaml", bad)], &["*"], &[], &[]);
+        assert_eq!(
+            c.unwrap_err().name(),
+            ErrorName::UnsupportedPackDeclarationError
+        );
+        let (_t, c, _) = setup(&[("a.yaml", IDS), ("b.yaml", IDS)], &["*"], &[], &[]);
+        let e = c.unwrap_err();
+        assert_eq!(e.name(), ErrorName::CompilerError);
+        assert!(
+            e.to_string()
+                .contains("both declare pack_id `custom.ids.v1`"),
+            "{e}"
+        );
+        let (_t, c, _) = setup(&[("readme.txt", "x")], &["*"], &[], &[]);
+        assert_eq!(c.unwrap_err().name(), ErrorName::PackNotFoundError);
+        let e = Catalog::load(Path::new("/nonexistent/playbooks"), IssuerKeys::none()).unwrap_err();
+        assert_eq!(e.name(), ErrorName::ConfigError);
+    }
 
     #[test]
     fn playbook_names() {
