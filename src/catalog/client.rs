@@ -20,6 +20,9 @@
 //! The HTTP client is `ureq` with rustls (webpki roots) for `https://`;
 //! redirects are not followed (a license is never sent on to an address the
 //! user did not name), and the proxy variables (`HTTPS_PROXY`, …) apply.
+//! The license bytes are held in zeroizing memory (what the HTTP library
+//! buffers while sending them is out of reach), and the license is checked
+//! before it is sent: nothing goes out for an expired or unverifiable one.
 
 use super::CATALOG_URL_ENV;
 use crate::container::{write_atomic, MAX_PACK_BYTES};

@@ -24,13 +24,13 @@ use crate::error::{ErrorName, Named};
 use crate::license::IssuerKeys;
 use crate::server::config::{LogConfig, LogFormat};
 use crate::server::routes::{
-    check_content_type, drop_unusable_request_id, json_response, method_label, panic_response,
-    parse_strict, status_of, ApiError, INTERNAL_ERROR, REQUEST_ID_HEADER,
+    check_content_type, drop_unusable_request_id, json_response, layer_error_json, method_label,
+    panic_response, parse_strict, route_table, status_of, ApiError, LayerMessages,
+    REQUEST_ID_HEADER,
 };
 use crate::Error;
-use axum::body::Body;
 use axum::extract::{MatchedPath, Path, Request, State};
-use axum::http::header::{ALLOW, CACHE_CONTROL, CONTENT_LENGTH, CONTENT_TYPE};
+use axum::http::header::{CACHE_CONTROL, CONTENT_LENGTH, CONTENT_TYPE};
 use axum::http::{HeaderValue, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
@@ -203,33 +203,6 @@ fn endpoint(method: &str, path: &str) -> Option<MethodRouter<CatalogRef>> {
     })
 }
 
-/// The methods a path answers, as the `Allow` header lists them.
-fn allowed(path: &str) -> String {
-    let mut methods: Vec<&str> = Vec::new();
-    for (m, p) in ROUTES {
-        if *p == path {
-            methods.push(m);
-            if *m == "GET" {
-                methods.push("HEAD");
-            }
-        }
-    }
-    methods.join(", ")
-}
-
-fn method_not_allowed(allow: &str) -> Response {
-    let mut resp = ApiError::new(
-        StatusCode::METHOD_NOT_ALLOWED,
-        ErrorName::MethodNotAllowedError,
-        format!("this route answers {allow}"),
-    )
-    .into_response();
-    if let Ok(v) = HeaderValue::from_str(allow) {
-        resp.headers_mut().insert(ALLOW, v);
-    }
-    resp
-}
-
 async fn not_found() -> Response {
     ApiError::new(
         StatusCode::NOT_FOUND,
@@ -241,36 +214,7 @@ async fn not_found() -> Response {
 
 /// The catalog's application: every route of [`ROUTES`] with the middleware.
 pub fn router(catalog: Arc<Catalog>) -> Router {
-    let mut app: Router<CatalogRef> = Router::new();
-    let mut paths: Vec<&str> = Vec::new();
-    for (_, p) in ROUTES {
-        if !paths.contains(p) {
-            paths.push(p);
-        }
-    }
-    for path in paths {
-        let mut methods: Option<MethodRouter<CatalogRef>> = None;
-        for (m, p) in ROUTES {
-            if *p == path {
-                if let Some(e) = endpoint(m, p) {
-                    methods = Some(match methods {
-                        Some(mr) => mr.merge(e),
-                        None => e,
-                    });
-                }
-            }
-        }
-        if let Some(mr) = methods {
-            let allow = allowed(path);
-            app = app.route(
-                path,
-                mr.fallback(move || {
-                    let allow = allow.clone();
-                    async move { method_not_allowed(&allow) }
-                }),
-            );
-        }
-    }
+    let app: Router<CatalogRef> = route_table(ROUTES, endpoint);
     app.fallback(not_found)
         .with_state(catalog)
         .layer(TimeoutLayer::with_status_code(
@@ -285,60 +229,16 @@ pub fn router(catalog: Arc<Catalog>) -> Router {
         .layer(middleware::map_request(drop_unusable_request_id))
 }
 
+/// The catalog's messages for errors that layers and extractors produce.
+const MESSAGES: LayerMessages = LayerMessages {
+    not_found: "no such route (see openapi-catalog.yaml)",
+    too_large: "the request body is over the 65536-byte limit of a license file",
+    timeout: "the request did not complete in time",
+};
+
 /// The JSON body for errors that layers and extractors produce themselves.
 async fn json_errors(resp: Response) -> Response {
-    let status = resp.status();
-    if !(status.is_client_error() || status.is_server_error()) {
-        return resp;
-    }
-    let is_json = resp
-        .headers()
-        .get(CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with("application/json"));
-    if is_json {
-        return resp;
-    }
-    let (status, name, message) = match status.as_u16() {
-        400 => (
-            status,
-            ErrorName::InvalidRequestError.as_str(),
-            "the request is malformed",
-        ),
-        404 => (
-            status,
-            ErrorName::NotFoundError.as_str(),
-            "no such route (see openapi-catalog.yaml)",
-        ),
-        405 => (
-            status,
-            ErrorName::MethodNotAllowedError.as_str(),
-            "this route does not answer this method",
-        ),
-        413 => (
-            status,
-            ErrorName::PayloadTooLargeError.as_str(),
-            "the request body is over the 65536-byte limit",
-        ),
-        408 | 503 | 504 => (
-            StatusCode::SERVICE_UNAVAILABLE,
-            ErrorName::ServiceUnavailableError.as_str(),
-            "the request did not complete in time",
-        ),
-        _ => (
-            StatusCode::INTERNAL_SERVER_ERROR,
-            INTERNAL_ERROR,
-            "internal error (a bug): the request was not completed",
-        ),
-    };
-    let (mut parts, _) = resp.into_parts();
-    parts.status = status;
-    parts.headers.remove(CONTENT_LENGTH);
-    parts
-        .headers
-        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    let body = serde_json::to_vec(&json!({"error": name, "message": message})).unwrap_or_default();
-    Response::from_parts(parts, Body::from(body))
+    layer_error_json(resp, &MESSAGES)
 }
 
 /// What a pack request tells the request log line: never the license body.

@@ -209,10 +209,10 @@ fn endpoint(method: &str, path: &str) -> Option<MethodRouter<AppStateRef>> {
     })
 }
 
-/// The methods a path answers, as the `Allow` header lists them.
-fn allowed(path: &str) -> String {
+/// The methods `path` answers in `routes`, as the `Allow` header lists them.
+fn allowed(routes: &[(&str, &str)], path: &str) -> String {
     let mut methods: Vec<&str> = Vec::new();
-    for (m, p) in ROUTES {
+    for (m, p) in routes {
         if *p == path {
             methods.push(m);
             if *m == "GET" {
@@ -236,6 +236,47 @@ fn method_not_allowed(allow: &str) -> Response {
     resp
 }
 
+/// A router of every `(method, path)` of `routes`, each handled by what
+/// `endpoint` gives for it; another method on a known path is a 405
+/// `MethodNotAllowedError` with `Allow`. (Serve mode and the catalog both
+/// build theirs with it, from their route tables.)
+pub(crate) fn route_table<S: Clone + Send + Sync + 'static>(
+    routes: &'static [(&'static str, &'static str)],
+    endpoint: fn(&str, &str) -> Option<MethodRouter<S>>,
+) -> Router<S> {
+    let mut app: Router<S> = Router::new();
+    let mut paths: Vec<&str> = Vec::new();
+    for (_, p) in routes {
+        if !paths.contains(p) {
+            paths.push(p);
+        }
+    }
+    for path in paths {
+        let mut methods: Option<MethodRouter<S>> = None;
+        for (m, p) in routes {
+            if *p == path {
+                if let Some(e) = endpoint(m, p) {
+                    methods = Some(match methods {
+                        Some(mr) => mr.merge(e),
+                        None => e,
+                    });
+                }
+            }
+        }
+        if let Some(mr) = methods {
+            let allow = allowed(routes, path);
+            app = app.route(
+                path,
+                mr.fallback(move || {
+                    let allow = allow.clone();
+                    async move { method_not_allowed(&allow) }
+                }),
+            );
+        }
+    }
+    app
+}
+
 async fn not_found() -> Response {
     ApiError::new(
         StatusCode::NOT_FOUND,
@@ -248,36 +289,7 @@ async fn not_found() -> Response {
 /// The application: every route of [`ROUTES`] with the middleware stack.
 pub fn router(state: Arc<AppState>) -> Router {
     let limits = &state.config.limits;
-    let mut app: Router<AppStateRef> = Router::new();
-    let mut paths: Vec<&str> = Vec::new();
-    for (_, p) in ROUTES {
-        if !paths.contains(p) {
-            paths.push(p);
-        }
-    }
-    for path in paths {
-        let mut methods: Option<MethodRouter<AppStateRef>> = None;
-        for (m, p) in ROUTES {
-            if *p == path {
-                if let Some(e) = endpoint(m, p) {
-                    methods = Some(match methods {
-                        Some(mr) => mr.merge(e),
-                        None => e,
-                    });
-                }
-            }
-        }
-        if let Some(mr) = methods {
-            let allow = allowed(path);
-            app = app.route(
-                path,
-                mr.fallback(move || {
-                    let allow = allow.clone();
-                    async move { method_not_allowed(&allow) }
-                }),
-            );
-        }
-    }
+    let app: Router<AppStateRef> = route_table(ROUTES, endpoint);
     app.fallback(not_found)
         .with_state(Arc::clone(&state))
         // Innermost first: each layer below wraps those above it.
@@ -341,9 +353,34 @@ pub(crate) fn panic_response(_panic: Box<dyn std::any::Any + Send + 'static>) ->
     )
 }
 
+/// The messages of [`layer_error_json`] that differ between servers.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct LayerMessages {
+    /// 404: an unknown route.
+    pub not_found: &'static str,
+    /// 413: a body over the limit.
+    pub too_large: &'static str,
+    /// 503: a request that did not complete in time.
+    pub timeout: &'static str,
+}
+
+/// Serve mode's [`LayerMessages`].
+const SERVE_MESSAGES: LayerMessages = LayerMessages {
+    not_found: "no such route (see openapi.yaml)",
+    too_large: "the request body is over limits.max_body_bytes",
+    timeout: "the request did not complete within limits.request_timeout_ms",
+};
+
 /// Turns the bodies of errors produced by layers (413 from the body limit,
 /// 503 from the timeout) into the JSON error body.
 async fn json_errors(resp: Response) -> Response {
+    layer_error_json(resp, &SERVE_MESSAGES)
+}
+
+/// Gives an error that a layer or an extractor produced without a JSON
+/// body the SPEC §9.4 body `{"error": NAME, "message": ...}`; other
+/// responses pass unchanged.
+pub(crate) fn layer_error_json(resp: Response, messages: &LayerMessages) -> Response {
     let status = resp.status();
     if !(status.is_client_error() || status.is_server_error()) {
         return resp;
@@ -370,7 +407,7 @@ async fn json_errors(resp: Response) -> Response {
         404 => (
             status,
             ErrorName::NotFoundError.as_str(),
-            "no such route (see openapi.yaml)",
+            messages.not_found,
         ),
         405 => (
             status,
@@ -380,7 +417,7 @@ async fn json_errors(resp: Response) -> Response {
         413 => (
             status,
             ErrorName::PayloadTooLargeError.as_str(),
-            "the request body is over limits.max_body_bytes",
+            messages.too_large,
         ),
         415 => (
             status,
@@ -390,7 +427,7 @@ async fn json_errors(resp: Response) -> Response {
         408 | 503 | 504 => (
             StatusCode::SERVICE_UNAVAILABLE,
             ErrorName::ServiceUnavailableError.as_str(),
-            "the request did not complete within limits.request_timeout_ms",
+            messages.timeout,
         ),
         _ => (
             StatusCode::INTERNAL_SERVER_ERROR,
