@@ -1004,6 +1004,38 @@ fn the_catalog_lists_its_packs_and_keeps_serve_conventions() {
 }
 
 #[test]
+fn a_slowloris_head_is_cut_at_the_header_timeout() {
+    let s = Setup::new();
+    let cat = s.catalog();
+    let mut c = TcpStream::connect(cat.addr).unwrap();
+    let started = Instant::now();
+    c.write_all(b"POST /v1/catalog/packs/x HTTP/1.1\r\nX-Slow: a")
+        .unwrap();
+    // The head never ends: the catalog closes the connection at 5 s.
+    c.set_read_timeout(Some(Duration::from_secs(12))).unwrap();
+    let mut buf = [0u8; 256];
+    let closed = loop {
+        match c.read(&mut buf) {
+            Ok(0) => break true,
+            Ok(_) => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => break true,
+            Err(_) => break false,
+        }
+    };
+    let at = started.elapsed();
+    assert!(closed, "the catalog kept a slowloris connection for {at:?}");
+    assert!(
+        at >= Duration::from_millis(4500),
+        "closed too early: {at:?}"
+    );
+    assert!(at <= Duration::from_secs(10), "closed late: {at:?}");
+    assert_eq!(
+        request(cat.addr, "GET", "/healthz", None).unwrap().status,
+        200
+    );
+}
+
+#[test]
 fn a_broken_catalog_stops_start_up_with_its_error() {
     let s = Setup::new();
     let start = |dir: &Path, keys: &Path| {

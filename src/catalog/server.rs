@@ -1,7 +1,9 @@
 //! `helixor-pack catalog serve` (SPEC §14): the catalog's HTTP API, with the
 //! conventions of serve mode (SPEC §9.4): one route table, JSON error bodies
 //! `{"error": NAME, "message": ...}` with the names of §4.3, the body capped
-//! before it is parsed, `x-request-id`, graceful shutdown on `SIGTERM`.
+//! before it is parsed, `x-request-id`, serve's accept loop with its
+//! connection limits (a request head within 5 s, at most 4096 connections,
+//! 60 s idle), graceful shutdown on `SIGTERM`.
 //!
 //! | route | answers |
 //! |---|---|
@@ -23,6 +25,7 @@ use super::{Catalog, DEFAULT_LISTEN};
 use crate::error::{ErrorName, Named};
 use crate::license::IssuerKeys;
 use crate::server::config::{LogConfig, LogFormat};
+use crate::server::listener::{self, ConnLimits};
 use crate::server::routes::{
     check_content_type, drop_unusable_request_id, json_response, layer_error_json, method_label,
     panic_response, parse_strict, route_table, status_of, ApiError, LayerMessages,
@@ -64,6 +67,13 @@ pub const MAX_BODY_BYTES: usize = crate::license::MAX_LICENSE_BYTES as usize;
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 /// Time requests in flight get after `SIGTERM`.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+/// The connection limits of serve mode's defaults (SPEC §9.1): 4096
+/// connections at once, 5 s for a request head (slowloris), 60 s idle.
+pub const CONNECTION_LIMITS: ConnLimits = ConnLimits {
+    max_connections: 4096,
+    header_read_timeout: Duration::from_secs(5),
+    idle_timeout: Duration::from_secs(60),
+};
 
 /// Options of `helixor-pack catalog serve`.
 #[derive(Debug, Clone)]
@@ -155,7 +165,10 @@ pub async fn run(catalog: Arc<Catalog>, listen: SocketAddr) -> Result<u8, Error>
         );
         let _ = stop_tx.send(true);
     };
-    let server = axum::serve(listener, router(catalog)).with_graceful_shutdown(shutdown);
+    let server = async move {
+        listener::serve(listener, router(catalog), CONNECTION_LIMITS, shutdown).await;
+        Ok::<(), std::io::Error>(())
+    };
     let grace_over = async move {
         while !*stop_rx.borrow() {
             if stop_rx.changed().await.is_err() {
