@@ -165,10 +165,7 @@ pub async fn run(catalog: Arc<Catalog>, listen: SocketAddr) -> Result<u8, Error>
         );
         let _ = stop_tx.send(true);
     };
-    let server = async move {
-        listener::serve(listener, router(catalog), CONNECTION_LIMITS, shutdown).await;
-        Ok::<(), std::io::Error>(())
-    };
+    let server = listener::serve(listener, router(catalog), CONNECTION_LIMITS, shutdown);
     let grace_over = async move {
         while !*stop_rx.borrow() {
             if stop_rx.changed().await.is_err() {
@@ -178,7 +175,7 @@ pub async fn run(catalog: Arc<Catalog>, listen: SocketAddr) -> Result<u8, Error>
         tokio::time::sleep(SHUTDOWN_GRACE).await;
     };
     tokio::select! {
-        r = server => r.map_err(io("the catalog server failed"))?,
+        () = server => {}
         () = grace_over => tracing::warn!("grace period over: requests still in flight are dropped"),
     }
     tracing::info!("stopped");
