@@ -67,6 +67,11 @@
 //! session at once (with `block_on_fatal`); the end of input settles
 //! everything.
 //!
+//! A push looks only at the rules it can concern: those with threads,
+//! unsearched starts or no automaton (a bitmask kept across pushes) and
+//! those that one of its bytes can start. Every other rule is idle, settled
+//! up to the end of the text scanned so far, and costs nothing.
+//!
 //! The total work is linear in the text: each byte is fed to each rule's
 //! threads at most once (a rare replay after a committed match that live
 //! threads began inside, or after a lazy-DFA cache clear, is bounded by the
@@ -504,8 +509,16 @@ struct Core {
     pending: Vec<Pending>,
     /// Reused between pushes: (last non-inner byte, rule) pairs.
     scratch: Vec<(usize, usize)>,
-    /// Reused between pushes: the rules with threads or unsearched starts.
-    busy: Vec<usize>,
+    /// Reused between pushes: for rule `i` (below 64) with a non-inner byte
+    /// in the piece, the last one's offset.
+    last_outer: Vec<usize>,
+    /// Rules (bits as in [`LivePlan::first_mask`]) with threads, unsearched
+    /// starts or no automaton: only they and the rules that a piece can
+    /// start are looked at in a push. Every other rule is settled up to
+    /// `scanned` (its `p` is not kept up to date).
+    busy: u64,
+    /// Rules with threads (a subset of `busy`).
+    threaded: u64,
     /// Trigger slots with committed matches.
     fired: Vec<bool>,
     pushed_chars: usize,
@@ -626,6 +639,15 @@ impl Core {
             .map(|c| c.as_ref().map_or(0, LazyCache::clear_count))
             .collect();
         let fired = vec![false; plan.slots.len()];
+        let count = clears.len();
+        // A rule without an automaton holds back from its first unsettled
+        // start: it is always looked at.
+        let busy = plan
+            .rules
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| r.dfa.is_none())
+            .fold(0, |m, (i, _)| m | rule_bit(i));
         Self {
             plan,
             opts,
@@ -646,7 +668,9 @@ impl Core {
                 .collect(),
             pending: Vec::new(),
             scratch: Vec::new(),
-            busy: Vec::new(),
+            last_outer: vec![0; count.min(64)],
+            busy,
+            threaded: 0,
             fired,
             pushed_chars: 0,
             released_chars: 0,
@@ -718,38 +742,40 @@ impl Core {
     ) -> Released {
         let from = self.scanned;
         self.scanned = n;
+        let count = self.rules.len();
         let mut fatal = false;
-        if eoi {
-            for r in &mut self.rules {
+        let was_busy = self.busy;
+        let touched = if eoi {
+            for i in rules_in(self.threaded, count) {
                 // The end of input may complete what is still live.
+                let r = &mut self.rules[i];
                 if !r.threads.is_empty() {
                     mark(&mut r.dirty, r.p);
                     mark(&mut r.dirty, n);
                 }
                 r.threads.clear();
             }
+            was_busy
         } else {
-            if self.rules.len() > 64 {
-                for (i, cache) in live.0.iter_mut().enumerate() {
-                    self.advance(i, from, n, cache.as_mut());
-                }
-            } else {
-                self.advance_all(from, n, live);
-            }
-        }
+            self.advance_all(from, n, live) | was_busy
+        };
         // Rules with live threads or unsearched starts; the others are
         // settled up to `n` at once.
-        let mut busy = std::mem::take(&mut self.busy);
-        busy.clear();
-        for (i, st) in self.rules.iter_mut().enumerate() {
+        let mut busy = 0u64;
+        for i in rules_in(touched, count) {
+            let st = &mut self.rules[i];
+            if was_busy & rule_bit(i) == 0 {
+                // Idle until now: settled up to the previous end.
+                st.p = from;
+            }
             if st.threads.is_empty() && st.dirty.is_none() && self.plan.rules[i].dfa.is_some() {
                 st.p = st.p.max(n);
             } else {
-                busy.push(i);
+                busy |= rule_bit(i);
             }
         }
         if !eoi {
-            for &i in &busy {
+            for i in rules_in(busy, count) {
                 if !self.rules[i].threads.is_empty() {
                     self.drop_terminal(i, live.0[i].as_mut());
                 }
@@ -759,14 +785,17 @@ impl Core {
         // in the unsettled text (a match lies inside it). Computed only when
         // some rule has a match to look for.
         let searching = |r: &RuleState, has_dfa: bool| r.dirty.is_some() || !has_dfa;
-        let mask = busy
-            .iter()
-            .any(|&i| searching(&self.rules[i], self.plan.rules[i].dfa.is_some()))
+        let mask = rules_in(busy, count)
+            .any(|i| searching(&self.rules[i], self.plan.rules[i].dfa.is_some()))
             .then(|| {
-                let min_p = self.rules.iter().map(|r| r.p).min().unwrap_or(n);
+                let min_p = rules_in(busy, count)
+                    .map(|i| self.rules[i].p)
+                    .min()
+                    .unwrap_or(n)
+                    .min(n);
                 ev.required.scan(&self.buf.as_bytes()[min_p..n])
             });
-        for &i in &busy {
+        for i in rules_in(busy, count) {
             let st = &mut self.rules[i];
             if st.threads.is_empty() && !searching(st, self.plan.rules[i].dfa.is_some()) {
                 // Nothing live, nothing to search: every start is settled.
@@ -778,19 +807,28 @@ impl Core {
                 .is_some_and(|m| m[i / 64] & (1 << (i % 64)) != 0);
             fatal |= self.commit(ev, i, n, eoi, candidate, caches, live.0[i].as_mut());
         }
-        self.busy = busy;
+        // What stays busy for the next push.
+        let (mut still, mut threaded) = (0u64, 0u64);
+        let mut q = n;
+        for i in rules_in(busy, count) {
+            let st = &self.rules[i];
+            let has_dfa = self.plan.rules[i].dfa.is_some();
+            if !st.threads.is_empty() {
+                threaded |= rule_bit(i);
+            }
+            if !st.threads.is_empty() || st.dirty.is_some() || !has_dfa {
+                still |= rule_bit(i);
+            }
+            if !eoi {
+                q = q.min(self.earliest_live(i, n));
+            }
+        }
+        self.busy = still;
+        self.threaded = threaded;
         if fatal && self.opts.block_on_fatal {
             self.block_on_fired(ev);
             return Released::default();
         }
-        let q = if eoi {
-            n
-        } else {
-            (0..self.rules.len())
-                .map(|i| self.earliest_live(i, n))
-                .min()
-                .unwrap_or(n)
-        };
         let out = self.release(q, n, eoi);
         if !eoi && self.held_chars() > self.opts.max_holdback_chars {
             self.blocked = Some(Blocked {
@@ -877,39 +915,47 @@ impl Core {
         }
     }
 
-    /// [`Self::advance`] for every rule (at most 64) over `buf[from..to]`,
-    /// with two passes over the bytes for all rules at once: one backwards
+    /// [`Self::advance`] for every rule over `buf[from..to]`, with two
+    /// passes over the bytes for the first 64 rules at once: one backwards
     /// for each rule's last non-inner byte, one forwards for the bytes that
-    /// can begin and that complete a match before it.
-    fn advance_all(&mut self, from: usize, to: usize, live: &mut LiveCaches) {
+    /// can begin and that complete a match before it. Returns the rules it
+    /// looked at: those with threads and those the bytes can start (no
+    /// other rule has anything to simulate).
+    fn advance_all(&mut self, from: usize, to: usize, live: &mut LiveCaches) -> u64 {
         let plan = &*self.plan;
+        let count = self.rules.len();
         let bytes = &self.buf.as_bytes()[from..to];
-        let mut active = 0u64;
-        for (i, st) in self.rules.iter().enumerate() {
-            if !st.threads.is_empty() {
-                active |= rule_bit(i);
-            }
-        }
-        // Rules that no new byte can start and that hold no thread have
-        // nothing to simulate.
-        active |= bytes
+        let active = bytes
             .iter()
-            .fold(0u64, |m, &b| m | plan.first_mask[usize::from(b)]);
+            .fold(self.threaded, |m, &b| m | plan.first_mask[usize::from(b)]);
+        if active == 0 {
+            return 0;
+        }
+        // Past 64 rules, the last bit stands for every rule from the 64th
+        // on: those are advanced one by one.
+        let (exact, shared) = if count > 64 {
+            (active & !rule_bit(63), active & rule_bit(63) != 0)
+        } else {
+            (active, false)
+        };
         // Backwards: each rule's last non-inner byte, found in decreasing
         // order of position (so `found` needs no sort).
         let mut found = std::mem::take(&mut self.scratch);
         found.clear();
-        let mut pending = active;
+        let mut outer = 0u64;
+        let mut pending = exact;
         for (k, &b) in bytes.iter().enumerate().rev() {
+            if pending == 0 {
+                break;
+            }
             let mut hit = !plan.inner_mask[usize::from(b)] & pending;
             pending &= !hit;
+            outer |= hit;
             while hit != 0 {
                 let i = hit.trailing_zeros() as usize;
                 hit &= hit - 1;
                 found.push((k, i));
-            }
-            if pending == 0 {
-                break;
+                self.last_outer[i] = k;
             }
         }
         // Forwards: the starting and required bytes seen up to each rule's
@@ -924,16 +970,21 @@ impl Core {
             at = at.max(k + 1);
             may |= first & required & rule_bit(i);
         }
-        for (i, cache) in live.0.iter_mut().enumerate() {
-            if active & rule_bit(i) != 0 {
-                let skip = found
-                    .iter()
-                    .find(|f| f.1 == i)
-                    .map(|&(k, _)| (from + k, may & rule_bit(i) != 0));
-                self.advance_with(i, from, to, skip, cache.as_mut());
+        self.scratch = found;
+        let mut rest = exact;
+        while rest != 0 {
+            let i = rest.trailing_zeros() as usize;
+            rest &= rest - 1;
+            let skip = (outer & rule_bit(i) != 0)
+                .then(|| (from + self.last_outer[i], may & rule_bit(i) != 0));
+            self.advance_with(i, from, to, skip, live.0[i].as_mut());
+        }
+        if shared {
+            for (i, cache) in live.0.iter_mut().enumerate().skip(63) {
+                self.advance(i, from, to, cache.as_mut());
             }
         }
-        self.scratch = found;
+        active
     }
 
     /// The earliest start from which rule `i` could still match.
@@ -1192,7 +1243,9 @@ impl Core {
         self.origin = false;
         self.head -= shift;
         self.scanned -= shift;
-        for r in &mut self.rules {
+        // Idle rules hold no position that the shift concerns.
+        for i in rules_in(self.busy, self.rules.len()) {
+            let r = &mut self.rules[i];
             r.p -= shift;
             r.threads.iter_mut().for_each(|t| t.0 -= shift);
             r.dirty = r
@@ -1371,6 +1424,43 @@ type Thread = (usize, LazyStateID, bool);
 /// Rule `i`'s bit in [`LivePlan::first_mask`].
 fn rule_bit(i: usize) -> u64 {
     1 << i.min(63)
+}
+
+/// The rules of `mask` (bits as [`rule_bit`] sets them) among `count`.
+fn rules_in(mask: u64, count: usize) -> RuleIter {
+    let shared = rule_bit(63);
+    if count > 64 && mask & shared != 0 {
+        RuleIter {
+            bits: mask & !shared,
+            tail: 63..count,
+        }
+    } else {
+        RuleIter {
+            bits: mask,
+            tail: 0..0,
+        }
+    }
+}
+
+/// Iterator of [`rules_in`]: the rules with a bit of their own, then those
+/// sharing the last one.
+struct RuleIter {
+    bits: u64,
+    tail: std::ops::Range<usize>,
+}
+
+impl Iterator for RuleIter {
+    type Item = usize;
+
+    #[inline]
+    fn next(&mut self) -> Option<usize> {
+        if self.bits != 0 {
+            let i = self.bits.trailing_zeros() as usize;
+            self.bits &= self.bits - 1;
+            return Some(i);
+        }
+        self.tail.next()
+    }
 }
 
 fn is_continuation(b: u8) -> bool {
