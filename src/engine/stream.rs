@@ -181,7 +181,11 @@ struct LiveRule {
     dfa: Option<DFA>,
     /// A word assertion every match starts with, checked exactly at a start.
     lead: Option<Look>,
-    /// Bytes that can begin a match (from any start context).
+    /// `lead` between ASCII characters, by whether the one before and the
+    /// one after are word characters: a start then needs no Unicode table.
+    lead_ascii: Option<[[bool; 2]; 2]>,
+    /// Bytes that can begin a match (from any start context), never a
+    /// byte inside a character: one load decides at every byte.
     first: [bool; 256],
     /// Bytes that a partial match can consume and stay undecided: a thread
     /// that consumes any other byte dies or is settled, so only the text
@@ -273,7 +277,7 @@ impl LiveRule {
     /// Whether a match can begin with byte `b` (never inside a character).
     #[inline]
     fn can_start(&self, b: u8) -> bool {
-        self.first[usize::from(b)] && !is_continuation(b)
+        self.first[usize::from(b)]
     }
 
     fn new(m: &super::Matcher) -> Self {
@@ -300,20 +304,35 @@ impl LiveRule {
             .ok()
             .and_then(|h| leading_look(&h))
             .filter(|l| is_word_look(*l));
-        let (first, inner) = match &dfa {
+        let (mut first, inner) = match &dfa {
             Some(d) => (
                 first_bytes(d).unwrap_or([true; 256]),
                 inner_bytes(d).unwrap_or([true; 256]),
             ),
             None => ([true; 256], [true; 256]),
         };
+        for b in 0..=255u8 {
+            if is_continuation(b) {
+                first[usize::from(b)] = false;
+            }
+        }
         let mut required = [m.required.is_none(); 256];
         for &b in m.required.iter().flatten() {
             required[usize::from(b)] = true;
         }
+        let lead_ascii = lead.and_then(|l| {
+            let mut t = [[false; 2]; 2];
+            for (before, row) in t.iter_mut().enumerate() {
+                for (after, cell) in row.iter_mut().enumerate() {
+                    *cell = ascii_lead(l, before == 1, after == 1)?;
+                }
+            }
+            Some(t)
+        });
         Self {
             dfa,
             lead,
+            lead_ascii,
             first,
             inner,
             required,
@@ -892,7 +911,9 @@ impl Core {
                 // (and only them) until they do, to learn whether they saw
                 // a match; a match that may begin there is left to the
                 // exact search.
-                run_out(dfa, st, cache, &bytes[j..=last]);
+                if !st.threads.is_empty() {
+                    run_out(dfa, st, cache, &bytes[j..=last]);
+                }
                 if may_match {
                     mark(&mut st.dirty, j);
                     mark(&mut st.dirty, last);
@@ -903,11 +924,9 @@ impl Core {
         while j < to {
             if st.threads.is_empty() {
                 // Skip bytes that cannot begin a match.
-                while j < to && !rule.can_start(bytes[j]) {
-                    j += 1;
-                }
-                if j >= to {
-                    break;
+                match bytes[j..to].iter().position(|&b| rule.can_start(b)) {
+                    Some(k) => j += k,
+                    None => break,
                 }
             }
             step(dfa, rule, st, cache, bytes, j, self.origin, &looks);
@@ -1084,7 +1103,10 @@ impl Core {
         if st.threads.is_empty() || cache.clear_count() != st.clears {
             return;
         }
-        let mut settled: Option<Vec<Thread>> = None;
+        // Bit `k`: thread `k` is terminal (threads past the 64th are
+        // rare; their flags go to a vector).
+        let mut flags = 0u64;
+        let mut more: Vec<bool> = Vec::new();
         for (k, &(s, sid, matched)) in st.threads.iter().enumerate() {
             let t = match st.terminal.iter().find(|e| e.0 == sid) {
                 Some(&(_, t)) => t,
@@ -1103,16 +1125,25 @@ impl Core {
             if t && matched {
                 mark(&mut st.dirty, s);
             }
-            match (&mut settled, t) {
-                // The first terminal thread: keep those before it.
-                (None, true) => settled = Some(st.threads[..k].to_vec()),
-                (Some(keep), false) => keep.push((s, sid, matched)),
-                _ => {}
+            if k < 64 {
+                flags |= u64::from(t) << k;
+            } else {
+                more.push(t);
             }
         }
-        if let Some(keep) = settled {
-            st.threads = keep;
+        if flags == 0 && !more.contains(&true) {
+            return;
         }
+        let mut k = 0;
+        st.threads.retain(|_| {
+            let t = if k < 64 {
+                flags >> k & 1 != 0
+            } else {
+                more[k - 64]
+            };
+            k += 1;
+            !t
+        });
     }
 
     /// Blocks on the first fired FATAL trigger.
@@ -1277,21 +1308,25 @@ fn run_out(dfa: &DFA, st: &mut RuleState, cache: &mut LazyCache, bytes: &[u8]) {
         if st.threads.is_empty() {
             break;
         }
+        let mut died = false;
         for t in st.threads.iter_mut() {
             match dfa.next_state(cache, t.1, b) {
                 Ok(next) => {
                     t.1 = next;
                     t.2 |= next.is_match();
+                    died |= next.is_dead();
                 }
                 // Cannot happen without a clear limit: let the exact
                 // search look.
                 Err(_) => t.2 = true,
             }
         }
-        for t in st.threads.iter().filter(|t| t.1.is_dead() && t.2) {
-            mark(&mut st.dirty, t.0);
+        if died {
+            for t in st.threads.iter().filter(|t| t.1.is_dead() && t.2) {
+                mark(&mut st.dirty, t.0);
+            }
+            st.threads.retain(|t| !t.1.is_dead());
         }
-        st.threads.retain(|t| !t.1.is_dead());
     }
     for t in st.threads.iter().filter(|t| t.2) {
         mark(&mut st.dirty, t.0);
@@ -1374,7 +1409,11 @@ fn step(
         }
         st.threads.retain(|t| !t.1.is_dead());
     }
-    if rule.can_start(b) && rule.lead.is_none_or(|l| lead_holds(looks, l, bytes, j)) {
+    if rule.can_start(b)
+        && rule
+            .lead
+            .is_none_or(|l| lead_holds(looks, l, rule.lead_ascii.as_ref(), bytes, j))
+    {
         let lb = if j == 0 && origin {
             None
         } else {
@@ -1397,24 +1436,54 @@ fn step(
 }
 
 /// Whether the word assertion `look` holds at `j` (the characters on both
-/// sides are known); ASCII neighbours are settled without Unicode tables.
-fn lead_holds(looks: &LookMatcher, look: Look, bytes: &[u8], j: usize) -> bool {
+/// sides are known); ASCII neighbours are settled by `ascii` (the rule's
+/// table from [`ascii_lead`]) without Unicode tables.
+fn lead_holds(
+    looks: &LookMatcher,
+    look: Look,
+    ascii: Option<&[[bool; 2]; 2]>,
+    bytes: &[u8],
+    j: usize,
+) -> bool {
     let prev = j.checked_sub(1).map(|k| bytes[k]);
     let next = bytes[j];
-    if !next.is_ascii() || prev.is_some_and(|p| !p.is_ascii()) {
-        return looks.matches(look, bytes, j);
+    match ascii {
+        Some(t) if next.is_ascii() && prev.is_none_or(|p| p.is_ascii()) => {
+            t[usize::from(prev.is_some_and(is_word_byte))][usize::from(is_word_byte(next))]
+        }
+        _ => looks.matches(look, bytes, j),
     }
-    let word = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
-    let (before, after) = (prev.is_some_and(word), word(next));
-    match look {
+}
+
+/// Whether an ASCII word character (`\w` in ASCII).
+#[inline]
+fn is_word_byte(b: u8) -> bool {
+    WORD_BYTES[usize::from(b)]
+}
+
+const WORD_BYTES: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        let c = b as u8;
+        t[b] = c.is_ascii_alphanumeric() || c == b'_';
+        b += 1;
+    }
+    t
+};
+
+/// The word assertion `look` between two ASCII characters, by whether each
+/// is a word character; `None` for an assertion it does not know.
+fn ascii_lead(look: Look, before: bool, after: bool) -> Option<bool> {
+    Some(match look {
         Look::WordAscii | Look::WordUnicode => before != after,
         Look::WordAsciiNegate | Look::WordUnicodeNegate => before == after,
         Look::WordStartAscii | Look::WordStartUnicode => !before && after,
         Look::WordEndAscii | Look::WordEndUnicode => before && !after,
         Look::WordStartHalfAscii | Look::WordStartHalfUnicode => !before,
         Look::WordEndHalfAscii | Look::WordEndHalfUnicode => !after,
-        _ => looks.matches(look, bytes, j),
-    }
+        _ => return None,
+    })
 }
 
 /// A thread: its start, its DFA state, and whether it has reached a match
