@@ -719,7 +719,7 @@ impl Core {
         if self.blocked.is_some() || self.finished {
             return false;
         }
-        self.pushed_chars += piece.chars().count();
+        self.pushed_chars += char_count(piece);
         self.buf.push_str(piece);
         true
     }
@@ -779,59 +779,49 @@ impl Core {
             self.advance_all(from, n, live) | was_busy
         };
         // Rules with live threads or unsearched starts; the others are
-        // settled up to `n` at once.
+        // settled up to `n` at once. Threads that nothing can change any
+        // more are dropped, and what the exact search must look at noted.
+        let searching = |r: &RuleState, has_dfa: bool| r.dirty.is_some() || !has_dfa;
         let mut busy = 0u64;
+        let (mut search, mut min_p) = (false, n);
         for i in rules_in(touched, count) {
+            let has_dfa = self.plan.rules[i].dfa.is_some();
             let st = &mut self.rules[i];
             if was_busy & rule_bit(i) == 0 {
                 // Idle until now: settled up to the previous end.
                 st.p = from;
             }
-            if st.threads.is_empty() && st.dirty.is_none() && self.plan.rules[i].dfa.is_some() {
+            if st.threads.is_empty() && st.dirty.is_none() && has_dfa {
                 st.p = st.p.max(n);
-            } else {
-                busy |= rule_bit(i);
+                continue;
             }
-        }
-        if !eoi {
-            for i in rules_in(busy, count) {
-                if !self.rules[i].threads.is_empty() {
-                    self.drop_terminal(i, live.0[i].as_mut());
-                }
+            busy |= rule_bit(i);
+            min_p = min_p.min(st.p);
+            if !eoi && !st.threads.is_empty() {
+                self.drop_terminal(i, live.0[i].as_mut());
             }
+            search |= searching(&self.rules[i], has_dfa);
         }
         // Candidate rules for the exact search: their required bytes occur
         // in the unsettled text (a match lies inside it). Computed only when
         // some rule has a match to look for.
-        let searching = |r: &RuleState, has_dfa: bool| r.dirty.is_some() || !has_dfa;
-        let mask = rules_in(busy, count)
-            .any(|i| searching(&self.rules[i], self.plan.rules[i].dfa.is_some()))
-            .then(|| {
-                let min_p = rules_in(busy, count)
-                    .map(|i| self.rules[i].p)
-                    .min()
-                    .unwrap_or(n)
-                    .min(n);
-                ev.required.scan(&self.buf.as_bytes()[min_p..n])
-            });
-        for i in rules_in(busy, count) {
-            let st = &mut self.rules[i];
-            if st.threads.is_empty() && !searching(st, self.plan.rules[i].dfa.is_some()) {
-                // Nothing live, nothing to search: every start is settled.
-                st.p = st.p.max(n);
-                continue;
-            }
-            let candidate = mask
-                .as_ref()
-                .is_some_and(|m| m[i / 64] & (1 << (i % 64)) != 0);
-            fatal |= self.commit(ev, i, n, eoi, candidate, caches, live.0[i].as_mut());
-        }
-        // What stays busy for the next push.
+        let mask = search.then(|| ev.required.scan(&self.buf.as_bytes()[min_p..n]));
+        // Commits, then what stays busy for the next push.
         let (mut still, mut threaded) = (0u64, 0u64);
         let mut q = n;
         for i in rules_in(busy, count) {
-            let st = &self.rules[i];
             let has_dfa = self.plan.rules[i].dfa.is_some();
+            let st = &mut self.rules[i];
+            if st.threads.is_empty() && !searching(st, has_dfa) {
+                // Nothing live, nothing to search: every start is settled.
+                st.p = st.p.max(n);
+            } else {
+                let candidate = mask
+                    .as_ref()
+                    .is_some_and(|m| m[i / 64] & (1 << (i % 64)) != 0);
+                fatal |= self.commit(ev, i, n, eoi, candidate, caches, live.0[i].as_mut());
+            }
+            let st = &self.rules[i];
             if !st.threads.is_empty() {
                 threaded |= rule_bit(i);
             }
@@ -944,9 +934,11 @@ impl Core {
         let plan = &*self.plan;
         let count = self.rules.len();
         let bytes = &self.buf.as_bytes()[from..to];
-        let active = bytes
-            .iter()
-            .fold(self.threaded, |m, &b| m | plan.first_mask[usize::from(b)]);
+        let (starts, needs) = bytes.iter().fold((0u64, 0u64), |(f, r), &b| {
+            let k = usize::from(b);
+            (f | plan.first_mask[k], r | plan.required_mask[k])
+        });
+        let active = self.threaded | starts;
         if active == 0 {
             return 0;
         }
@@ -957,7 +949,7 @@ impl Core {
         } else {
             (active, false)
         };
-        // Backwards: each rule's last non-inner byte, found in decreasing
+        // Backwards: each rule's last non-inner byte, listed in decreasing
         // order of position (so `found` needs no sort).
         let mut found = std::mem::take(&mut self.scratch);
         found.clear();
@@ -973,12 +965,16 @@ impl Core {
             while hit != 0 {
                 let i = hit.trailing_zeros() as usize;
                 hit &= hit - 1;
-                found.push((k, i));
                 self.last_outer[i] = k;
+                if starts & needs & rule_bit(i) != 0 {
+                    found.push((k, i));
+                }
             }
         }
         // Forwards: the starting and required bytes seen up to each rule's
-        // last non-inner byte.
+        // last non-inner byte, for the rules that the whole piece has both
+        // for (`found` holds only those: for the others no match can lie
+        // in the skipped text).
         let mut may = 0u64;
         let (mut first, mut required, mut at) = (0u64, 0u64, 0usize);
         for &(k, i) in found.iter().rev() {
@@ -1187,7 +1183,7 @@ impl Core {
                 return Released::default();
             }
             let text = self.buf[self.head..q].to_string();
-            self.released_chars += text.chars().count();
+            self.released_chars += char_count(&text);
             self.head = q;
             self.compact();
             return Released {
@@ -1230,7 +1226,7 @@ impl Core {
         let mut text = String::new();
         write_regions(&mut text, &self.buf, self.head, cut, regions);
         let redacted = !regions.is_empty();
-        self.released_chars += self.buf[self.head..cut].chars().count();
+        self.released_chars += char_count(&self.buf[self.head..cut]);
         self.pending.retain(|p| p.start >= cut);
         self.head = cut;
         self.compact();
@@ -1529,6 +1525,16 @@ impl Iterator for RuleIter {
             return Some(i);
         }
         self.tail.next()
+    }
+}
+
+/// The code points of `s`: its length when it is ASCII, which a scan a
+/// word at a time tells (cheaper than counting on short pieces).
+fn char_count(s: &str) -> usize {
+    if s.is_ascii() {
+        s.len()
+    } else {
+        s.chars().count()
     }
 }
 
