@@ -526,8 +526,9 @@ struct Core {
     scanned: usize,
     rules: Vec<RuleState>,
     pending: Vec<Pending>,
-    /// Reused between pushes: (last non-inner byte, rule) pairs.
-    scratch: Vec<(usize, usize)>,
+    /// Reused between pushes: (non-inner byte, rules it is the last one
+    /// of) entries, room for 65 (see [`Core::advance_all`]).
+    scratch: Vec<(usize, u64)>,
     /// Reused between pushes: for rule `i` (below 64) with a non-inner byte
     /// in the piece, the last one's offset.
     last_outer: Vec<usize>,
@@ -686,7 +687,7 @@ impl Core {
                 })
                 .collect(),
             pending: Vec::new(),
-            scratch: Vec::new(),
+            scratch: vec![(0, 0); 65],
             last_outer: vec![0; count.min(64)],
             busy,
             threaded: 0,
@@ -949,43 +950,50 @@ impl Core {
         } else {
             (active, false)
         };
-        // Backwards: each rule's last non-inner byte, listed in decreasing
-        // order of position (so `found` needs no sort).
-        let mut found = std::mem::take(&mut self.scratch);
-        found.clear();
-        let mut outer = 0u64;
+        // Backwards: each rule's last non-inner byte. Every byte writes its
+        // (position, rules) entry and only one that ends some rule's search
+        // is kept: no branch depends on the bytes but the loop's end (a
+        // rule ends at most once, so at most 64 entries are kept).
+        let found = &mut self.scratch;
+        let mut kept = 0usize;
         let mut pending = exact;
         for (k, &b) in bytes.iter().enumerate().rev() {
             if pending == 0 {
                 break;
             }
-            let mut hit = !plan.inner_mask[usize::from(b)] & pending;
+            let hit = !plan.inner_mask[usize::from(b)] & pending;
             pending &= !hit;
-            outer |= hit;
+            found[kept] = (k, hit);
+            kept += usize::from(hit != 0);
+        }
+        let outer = exact & !pending;
+        let found = &found[..kept];
+        for &(k, mut hit) in found {
             while hit != 0 {
-                let i = hit.trailing_zeros() as usize;
+                self.last_outer[hit.trailing_zeros() as usize] = k;
                 hit &= hit - 1;
-                self.last_outer[i] = k;
-                if starts & needs & rule_bit(i) != 0 {
-                    found.push((k, i));
-                }
             }
         }
-        // Forwards: the starting and required bytes seen up to each rule's
-        // last non-inner byte, for the rules that the whole piece has both
-        // for (`found` holds only those: for the others no match can lie
-        // in the skipped text).
+        // Forwards, by increasing position: the starting and required
+        // bytes seen up to each rule's last non-inner byte, for the rules
+        // that the whole piece has both for (for the others no match can
+        // lie in the skipped text).
         let mut may = 0u64;
-        let (mut first, mut required, mut at) = (0u64, 0u64, 0usize);
-        for &(k, i) in found.iter().rev() {
-            for &b in &bytes[at.min(k + 1)..=k] {
-                first |= plan.first_mask[usize::from(b)];
-                required |= plan.required_mask[usize::from(b)];
+        let candidates = starts & needs & outer;
+        if candidates != 0 {
+            let (mut first, mut required, mut at) = (0u64, 0u64, 0usize);
+            for &(k, hit) in found.iter().rev() {
+                if hit & candidates == 0 {
+                    continue;
+                }
+                for &b in &bytes[at..=k] {
+                    first |= plan.first_mask[usize::from(b)];
+                    required |= plan.required_mask[usize::from(b)];
+                }
+                at = k + 1;
+                may |= first & required & hit;
             }
-            at = at.max(k + 1);
-            may |= first & required & rule_bit(i);
         }
-        self.scratch = found;
         let mut rest = exact;
         while rest != 0 {
             let i = rest.trailing_zeros() as usize;
