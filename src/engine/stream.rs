@@ -67,6 +67,11 @@
 //! session at once (with `block_on_fatal`); the end of input settles
 //! everything.
 //!
+//! A push looks only at the rules it can concern: those with threads,
+//! unsearched starts or no automaton (a bitmask kept across pushes) and
+//! those that one of its bytes can start. Every other rule is idle, settled
+//! up to the end of the text scanned so far, and costs nothing.
+//!
 //! The total work is linear in the text: each byte is fed to each rule's
 //! threads at most once (a rare replay after a committed match that live
 //! threads began inside, or after a lazy-DFA cache clear, is bounded by the
@@ -176,7 +181,11 @@ struct LiveRule {
     dfa: Option<DFA>,
     /// A word assertion every match starts with, checked exactly at a start.
     lead: Option<Look>,
-    /// Bytes that can begin a match (from any start context).
+    /// `lead` between ASCII characters, by whether the one before and the
+    /// one after are word characters: a start then needs no Unicode table.
+    lead_ascii: Option<[[bool; 2]; 2]>,
+    /// Bytes that can begin a match (from any start context), never a
+    /// byte inside a character: one load decides at every byte.
     first: [bool; 256],
     /// Bytes that a partial match can consume and stay undecided: a thread
     /// that consumes any other byte dies or is settled, so only the text
@@ -268,7 +277,7 @@ impl LiveRule {
     /// Whether a match can begin with byte `b` (never inside a character).
     #[inline]
     fn can_start(&self, b: u8) -> bool {
-        self.first[usize::from(b)] && !is_continuation(b)
+        self.first[usize::from(b)]
     }
 
     fn new(m: &super::Matcher) -> Self {
@@ -295,20 +304,35 @@ impl LiveRule {
             .ok()
             .and_then(|h| leading_look(&h))
             .filter(|l| is_word_look(*l));
-        let (first, inner) = match &dfa {
+        let (mut first, inner) = match &dfa {
             Some(d) => (
                 first_bytes(d).unwrap_or([true; 256]),
                 inner_bytes(d).unwrap_or([true; 256]),
             ),
             None => ([true; 256], [true; 256]),
         };
+        for b in 0..=255u8 {
+            if is_continuation(b) {
+                first[usize::from(b)] = false;
+            }
+        }
         let mut required = [m.required.is_none(); 256];
         for &b in m.required.iter().flatten() {
             required[usize::from(b)] = true;
         }
+        let lead_ascii = lead.and_then(|l| {
+            let mut t = [[false; 2]; 2];
+            for (before, row) in t.iter_mut().enumerate() {
+                for (after, cell) in row.iter_mut().enumerate() {
+                    *cell = ascii_lead(l, before == 1, after == 1)?;
+                }
+            }
+            Some(t)
+        });
         Self {
             dfa,
             lead,
+            lead_ascii,
             first,
             inner,
             required,
@@ -502,10 +526,19 @@ struct Core {
     scanned: usize,
     rules: Vec<RuleState>,
     pending: Vec<Pending>,
-    /// Reused between pushes: (last non-inner byte, rule) pairs.
-    scratch: Vec<(usize, usize)>,
-    /// Reused between pushes: the rules with threads or unsearched starts.
-    busy: Vec<usize>,
+    /// Reused between pushes: (non-inner byte, rules it is the last one
+    /// of) entries, room for 65 (see [`Core::advance_all`]).
+    scratch: Vec<(usize, u64)>,
+    /// Reused between pushes: for rule `i` (below 64) with a non-inner byte
+    /// in the piece, the last one's offset.
+    last_outer: Vec<usize>,
+    /// Rules (bits as in [`LivePlan::first_mask`]) with threads, unsearched
+    /// starts or no automaton: only they and the rules that a piece can
+    /// start are looked at in a push. Every other rule is settled up to
+    /// `scanned` (its `p` is not kept up to date).
+    busy: u64,
+    /// Rules with threads (a subset of `busy`).
+    threaded: u64,
     /// Trigger slots with committed matches.
     fired: Vec<bool>,
     pushed_chars: usize,
@@ -626,6 +659,15 @@ impl Core {
             .map(|c| c.as_ref().map_or(0, LazyCache::clear_count))
             .collect();
         let fired = vec![false; plan.slots.len()];
+        let count = clears.len();
+        // A rule without an automaton holds back from its first unsettled
+        // start: it is always looked at.
+        let busy = plan
+            .rules
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| r.dfa.is_none())
+            .fold(0, |m, (i, _)| m | rule_bit(i));
         Self {
             plan,
             opts,
@@ -645,8 +687,10 @@ impl Core {
                 })
                 .collect(),
             pending: Vec::new(),
-            scratch: Vec::new(),
-            busy: Vec::new(),
+            scratch: vec![(0, 0); 65],
+            last_outer: vec![0; count.min(64)],
+            busy,
+            threaded: 0,
             fired,
             pushed_chars: 0,
             released_chars: 0,
@@ -676,7 +720,7 @@ impl Core {
         if self.blocked.is_some() || self.finished {
             return false;
         }
-        self.pushed_chars += piece.chars().count();
+        self.pushed_chars += char_count(piece);
         self.buf.push_str(piece);
         true
     }
@@ -718,79 +762,83 @@ impl Core {
     ) -> Released {
         let from = self.scanned;
         self.scanned = n;
+        let count = self.rules.len();
         let mut fatal = false;
-        if eoi {
-            for r in &mut self.rules {
+        let was_busy = self.busy;
+        let touched = if eoi {
+            for i in rules_in(self.threaded, count) {
                 // The end of input may complete what is still live.
+                let r = &mut self.rules[i];
                 if !r.threads.is_empty() {
                     mark(&mut r.dirty, r.p);
                     mark(&mut r.dirty, n);
                 }
                 r.threads.clear();
             }
+            was_busy
         } else {
-            if self.rules.len() > 64 {
-                for (i, cache) in live.0.iter_mut().enumerate() {
-                    self.advance(i, from, n, cache.as_mut());
-                }
-            } else {
-                self.advance_all(from, n, live);
-            }
-        }
+            self.advance_all(from, n, live) | was_busy
+        };
         // Rules with live threads or unsearched starts; the others are
-        // settled up to `n` at once.
-        let mut busy = std::mem::take(&mut self.busy);
-        busy.clear();
-        for (i, st) in self.rules.iter_mut().enumerate() {
-            if st.threads.is_empty() && st.dirty.is_none() && self.plan.rules[i].dfa.is_some() {
+        // settled up to `n` at once. Threads that nothing can change any
+        // more are dropped, and what the exact search must look at noted.
+        let searching = |r: &RuleState, has_dfa: bool| r.dirty.is_some() || !has_dfa;
+        let mut busy = 0u64;
+        let (mut search, mut min_p) = (false, n);
+        for i in rules_in(touched, count) {
+            let has_dfa = self.plan.rules[i].dfa.is_some();
+            let st = &mut self.rules[i];
+            if was_busy & rule_bit(i) == 0 {
+                // Idle until now: settled up to the previous end.
+                st.p = from;
+            }
+            if st.threads.is_empty() && st.dirty.is_none() && has_dfa {
                 st.p = st.p.max(n);
-            } else {
-                busy.push(i);
+                continue;
             }
-        }
-        if !eoi {
-            for &i in &busy {
-                if !self.rules[i].threads.is_empty() {
-                    self.drop_terminal(i, live.0[i].as_mut());
-                }
+            busy |= rule_bit(i);
+            min_p = min_p.min(st.p);
+            if !eoi && !st.threads.is_empty() {
+                self.drop_terminal(i, live.0[i].as_mut());
             }
+            search |= searching(&self.rules[i], has_dfa);
         }
         // Candidate rules for the exact search: their required bytes occur
         // in the unsettled text (a match lies inside it). Computed only when
         // some rule has a match to look for.
-        let searching = |r: &RuleState, has_dfa: bool| r.dirty.is_some() || !has_dfa;
-        let mask = busy
-            .iter()
-            .any(|&i| searching(&self.rules[i], self.plan.rules[i].dfa.is_some()))
-            .then(|| {
-                let min_p = self.rules.iter().map(|r| r.p).min().unwrap_or(n);
-                ev.required.scan(&self.buf.as_bytes()[min_p..n])
-            });
-        for &i in &busy {
+        let mask = search.then(|| ev.required.scan(&self.buf.as_bytes()[min_p..n]));
+        // Commits, then what stays busy for the next push.
+        let (mut still, mut threaded) = (0u64, 0u64);
+        let mut q = n;
+        for i in rules_in(busy, count) {
+            let has_dfa = self.plan.rules[i].dfa.is_some();
             let st = &mut self.rules[i];
-            if st.threads.is_empty() && !searching(st, self.plan.rules[i].dfa.is_some()) {
+            if st.threads.is_empty() && !searching(st, has_dfa) {
                 // Nothing live, nothing to search: every start is settled.
                 st.p = st.p.max(n);
-                continue;
+            } else {
+                let candidate = mask
+                    .as_ref()
+                    .is_some_and(|m| m[i / 64] & (1 << (i % 64)) != 0);
+                fatal |= self.commit(ev, i, n, eoi, candidate, caches, live.0[i].as_mut());
             }
-            let candidate = mask
-                .as_ref()
-                .is_some_and(|m| m[i / 64] & (1 << (i % 64)) != 0);
-            fatal |= self.commit(ev, i, n, eoi, candidate, caches, live.0[i].as_mut());
+            let st = &self.rules[i];
+            if !st.threads.is_empty() {
+                threaded |= rule_bit(i);
+            }
+            if !st.threads.is_empty() || st.dirty.is_some() || !has_dfa {
+                still |= rule_bit(i);
+            }
+            if !eoi {
+                q = q.min(self.earliest_live(i, n));
+            }
         }
-        self.busy = busy;
+        self.busy = still;
+        self.threaded = threaded;
         if fatal && self.opts.block_on_fatal {
             self.block_on_fired(ev);
             return Released::default();
         }
-        let q = if eoi {
-            n
-        } else {
-            (0..self.rules.len())
-                .map(|i| self.earliest_live(i, n))
-                .min()
-                .unwrap_or(n)
-        };
         let out = self.release(q, n, eoi);
         if !eoi && self.held_chars() > self.opts.max_holdback_chars {
             self.blocked = Some(Blocked {
@@ -854,7 +902,9 @@ impl Core {
                 // (and only them) until they do, to learn whether they saw
                 // a match; a match that may begin there is left to the
                 // exact search.
-                run_out(dfa, st, cache, &bytes[j..=last]);
+                if !st.threads.is_empty() {
+                    run_out(dfa, st, cache, &bytes[j..=last]);
+                }
                 if may_match {
                     mark(&mut st.dirty, j);
                     mark(&mut st.dirty, last);
@@ -865,11 +915,9 @@ impl Core {
         while j < to {
             if st.threads.is_empty() {
                 // Skip bytes that cannot begin a match.
-                while j < to && !rule.can_start(bytes[j]) {
-                    j += 1;
-                }
-                if j >= to {
-                    break;
+                match bytes[j..to].iter().position(|&b| rule.can_start(b)) {
+                    Some(k) => j += k,
+                    None => break,
                 }
             }
             step(dfa, rule, st, cache, bytes, j, self.origin, &looks);
@@ -877,63 +925,89 @@ impl Core {
         }
     }
 
-    /// [`Self::advance`] for every rule (at most 64) over `buf[from..to]`,
-    /// with two passes over the bytes for all rules at once: one backwards
+    /// [`Self::advance`] for every rule over `buf[from..to]`, with two
+    /// passes over the bytes for the first 64 rules at once: one backwards
     /// for each rule's last non-inner byte, one forwards for the bytes that
-    /// can begin and that complete a match before it.
-    fn advance_all(&mut self, from: usize, to: usize, live: &mut LiveCaches) {
+    /// can begin and that complete a match before it. Returns the rules it
+    /// looked at: those with threads and those the bytes can start (no
+    /// other rule has anything to simulate).
+    fn advance_all(&mut self, from: usize, to: usize, live: &mut LiveCaches) -> u64 {
         let plan = &*self.plan;
+        let count = self.rules.len();
         let bytes = &self.buf.as_bytes()[from..to];
-        let mut active = 0u64;
-        for (i, st) in self.rules.iter().enumerate() {
-            if !st.threads.is_empty() {
-                active |= rule_bit(i);
-            }
+        let (starts, needs) = bytes.iter().fold((0u64, 0u64), |(f, r), &b| {
+            let k = usize::from(b);
+            (f | plan.first_mask[k], r | plan.required_mask[k])
+        });
+        let active = self.threaded | starts;
+        if active == 0 {
+            return 0;
         }
-        // Rules that no new byte can start and that hold no thread have
-        // nothing to simulate.
-        active |= bytes
-            .iter()
-            .fold(0u64, |m, &b| m | plan.first_mask[usize::from(b)]);
-        // Backwards: each rule's last non-inner byte, found in decreasing
-        // order of position (so `found` needs no sort).
-        let mut found = std::mem::take(&mut self.scratch);
-        found.clear();
-        let mut pending = active;
+        // Past 64 rules, the last bit stands for every rule from the 64th
+        // on: those are advanced one by one.
+        let (exact, shared) = if count > 64 {
+            (active & !rule_bit(63), active & rule_bit(63) != 0)
+        } else {
+            (active, false)
+        };
+        // Backwards: each rule's last non-inner byte. Every byte writes its
+        // (position, rules) entry and only one that ends some rule's search
+        // is kept: no branch depends on the bytes but the loop's end (a
+        // rule ends at most once, so at most 64 entries are kept).
+        let found = &mut self.scratch;
+        let mut kept = 0usize;
+        let mut pending = exact;
         for (k, &b) in bytes.iter().enumerate().rev() {
-            let mut hit = !plan.inner_mask[usize::from(b)] & pending;
-            pending &= !hit;
-            while hit != 0 {
-                let i = hit.trailing_zeros() as usize;
-                hit &= hit - 1;
-                found.push((k, i));
-            }
             if pending == 0 {
                 break;
             }
+            let hit = !plan.inner_mask[usize::from(b)] & pending;
+            pending &= !hit;
+            found[kept] = (k, hit);
+            kept += usize::from(hit != 0);
         }
-        // Forwards: the starting and required bytes seen up to each rule's
-        // last non-inner byte.
+        let outer = exact & !pending;
+        let found = &found[..kept];
+        for &(k, mut hit) in found {
+            while hit != 0 {
+                self.last_outer[hit.trailing_zeros() as usize] = k;
+                hit &= hit - 1;
+            }
+        }
+        // Forwards, by increasing position: the starting and required
+        // bytes seen up to each rule's last non-inner byte, for the rules
+        // that the whole piece has both for (for the others no match can
+        // lie in the skipped text).
         let mut may = 0u64;
-        let (mut first, mut required, mut at) = (0u64, 0u64, 0usize);
-        for &(k, i) in found.iter().rev() {
-            for &b in &bytes[at.min(k + 1)..=k] {
-                first |= plan.first_mask[usize::from(b)];
-                required |= plan.required_mask[usize::from(b)];
-            }
-            at = at.max(k + 1);
-            may |= first & required & rule_bit(i);
-        }
-        for (i, cache) in live.0.iter_mut().enumerate() {
-            if active & rule_bit(i) != 0 {
-                let skip = found
-                    .iter()
-                    .find(|f| f.1 == i)
-                    .map(|&(k, _)| (from + k, may & rule_bit(i) != 0));
-                self.advance_with(i, from, to, skip, cache.as_mut());
+        let candidates = starts & needs & outer;
+        if candidates != 0 {
+            let (mut first, mut required, mut at) = (0u64, 0u64, 0usize);
+            for &(k, hit) in found.iter().rev() {
+                if hit & candidates == 0 {
+                    continue;
+                }
+                for &b in &bytes[at..=k] {
+                    first |= plan.first_mask[usize::from(b)];
+                    required |= plan.required_mask[usize::from(b)];
+                }
+                at = k + 1;
+                may |= first & required & hit;
             }
         }
-        self.scratch = found;
+        let mut rest = exact;
+        while rest != 0 {
+            let i = rest.trailing_zeros() as usize;
+            rest &= rest - 1;
+            let skip = (outer & rule_bit(i) != 0)
+                .then(|| (from + self.last_outer[i], may & rule_bit(i) != 0));
+            self.advance_with(i, from, to, skip, live.0[i].as_mut());
+        }
+        if shared {
+            for (i, cache) in live.0.iter_mut().enumerate().skip(63) {
+                self.advance(i, from, to, cache.as_mut());
+            }
+        }
+        active
     }
 
     /// The earliest start from which rule `i` could still match.
@@ -1033,7 +1107,10 @@ impl Core {
         if st.threads.is_empty() || cache.clear_count() != st.clears {
             return;
         }
-        let mut settled: Option<Vec<Thread>> = None;
+        // Bit `k`: thread `k` is terminal (threads past the 64th are
+        // rare; their flags go to a vector).
+        let mut flags = 0u64;
+        let mut more: Vec<bool> = Vec::new();
         for (k, &(s, sid, matched)) in st.threads.iter().enumerate() {
             let t = match st.terminal.iter().find(|e| e.0 == sid) {
                 Some(&(_, t)) => t,
@@ -1052,16 +1129,25 @@ impl Core {
             if t && matched {
                 mark(&mut st.dirty, s);
             }
-            match (&mut settled, t) {
-                // The first terminal thread: keep those before it.
-                (None, true) => settled = Some(st.threads[..k].to_vec()),
-                (Some(keep), false) => keep.push((s, sid, matched)),
-                _ => {}
+            if k < 64 {
+                flags |= u64::from(t) << k;
+            } else {
+                more.push(t);
             }
         }
-        if let Some(keep) = settled {
-            st.threads = keep;
+        if flags == 0 && !more.contains(&true) {
+            return;
         }
+        let mut k = 0;
+        st.threads.retain(|_| {
+            let t = if k < 64 {
+                flags >> k & 1 != 0
+            } else {
+                more[k - 64]
+            };
+            k += 1;
+            !t
+        });
     }
 
     /// Blocks on the first fired FATAL trigger.
@@ -1105,7 +1191,7 @@ impl Core {
                 return Released::default();
             }
             let text = self.buf[self.head..q].to_string();
-            self.released_chars += text.chars().count();
+            self.released_chars += char_count(&text);
             self.head = q;
             self.compact();
             return Released {
@@ -1148,7 +1234,7 @@ impl Core {
         let mut text = String::new();
         write_regions(&mut text, &self.buf, self.head, cut, regions);
         let redacted = !regions.is_empty();
-        self.released_chars += self.buf[self.head..cut].chars().count();
+        self.released_chars += char_count(&self.buf[self.head..cut]);
         self.pending.retain(|p| p.start >= cut);
         self.head = cut;
         self.compact();
@@ -1192,7 +1278,9 @@ impl Core {
         self.origin = false;
         self.head -= shift;
         self.scanned -= shift;
-        for r in &mut self.rules {
+        // Idle rules hold no position that the shift concerns.
+        for i in rules_in(self.busy, self.rules.len()) {
+            let r = &mut self.rules[i];
             r.p -= shift;
             r.threads.iter_mut().for_each(|t| t.0 -= shift);
             r.dirty = r
@@ -1224,21 +1312,25 @@ fn run_out(dfa: &DFA, st: &mut RuleState, cache: &mut LazyCache, bytes: &[u8]) {
         if st.threads.is_empty() {
             break;
         }
+        let mut died = false;
         for t in st.threads.iter_mut() {
             match dfa.next_state(cache, t.1, b) {
                 Ok(next) => {
                     t.1 = next;
                     t.2 |= next.is_match();
+                    died |= next.is_dead();
                 }
                 // Cannot happen without a clear limit: let the exact
                 // search look.
                 Err(_) => t.2 = true,
             }
         }
-        for t in st.threads.iter().filter(|t| t.1.is_dead() && t.2) {
-            mark(&mut st.dirty, t.0);
+        if died {
+            for t in st.threads.iter().filter(|t| t.1.is_dead() && t.2) {
+                mark(&mut st.dirty, t.0);
+            }
+            st.threads.retain(|t| !t.1.is_dead());
         }
-        st.threads.retain(|t| !t.1.is_dead());
     }
     for t in st.threads.iter().filter(|t| t.2) {
         mark(&mut st.dirty, t.0);
@@ -1321,7 +1413,11 @@ fn step(
         }
         st.threads.retain(|t| !t.1.is_dead());
     }
-    if rule.can_start(b) && rule.lead.is_none_or(|l| lead_holds(looks, l, bytes, j)) {
+    if rule.can_start(b)
+        && rule
+            .lead
+            .is_none_or(|l| lead_holds(looks, l, rule.lead_ascii.as_ref(), bytes, j))
+    {
         let lb = if j == 0 && origin {
             None
         } else {
@@ -1344,24 +1440,54 @@ fn step(
 }
 
 /// Whether the word assertion `look` holds at `j` (the characters on both
-/// sides are known); ASCII neighbours are settled without Unicode tables.
-fn lead_holds(looks: &LookMatcher, look: Look, bytes: &[u8], j: usize) -> bool {
+/// sides are known); ASCII neighbours are settled by `ascii` (the rule's
+/// table from [`ascii_lead`]) without Unicode tables.
+fn lead_holds(
+    looks: &LookMatcher,
+    look: Look,
+    ascii: Option<&[[bool; 2]; 2]>,
+    bytes: &[u8],
+    j: usize,
+) -> bool {
     let prev = j.checked_sub(1).map(|k| bytes[k]);
     let next = bytes[j];
-    if !next.is_ascii() || prev.is_some_and(|p| !p.is_ascii()) {
-        return looks.matches(look, bytes, j);
+    match ascii {
+        Some(t) if next.is_ascii() && prev.is_none_or(|p| p.is_ascii()) => {
+            t[usize::from(prev.is_some_and(is_word_byte))][usize::from(is_word_byte(next))]
+        }
+        _ => looks.matches(look, bytes, j),
     }
-    let word = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
-    let (before, after) = (prev.is_some_and(word), word(next));
-    match look {
+}
+
+/// Whether an ASCII word character (`\w` in ASCII).
+#[inline]
+fn is_word_byte(b: u8) -> bool {
+    WORD_BYTES[usize::from(b)]
+}
+
+const WORD_BYTES: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        let c = b as u8;
+        t[b] = c.is_ascii_alphanumeric() || c == b'_';
+        b += 1;
+    }
+    t
+};
+
+/// The word assertion `look` between two ASCII characters, by whether each
+/// is a word character; `None` for an assertion it does not know.
+fn ascii_lead(look: Look, before: bool, after: bool) -> Option<bool> {
+    Some(match look {
         Look::WordAscii | Look::WordUnicode => before != after,
         Look::WordAsciiNegate | Look::WordUnicodeNegate => before == after,
         Look::WordStartAscii | Look::WordStartUnicode => !before && after,
         Look::WordEndAscii | Look::WordEndUnicode => before && !after,
         Look::WordStartHalfAscii | Look::WordStartHalfUnicode => !before,
         Look::WordEndHalfAscii | Look::WordEndHalfUnicode => !after,
-        _ => looks.matches(look, bytes, j),
-    }
+        _ => return None,
+    })
 }
 
 /// A thread: its start, its DFA state, and whether it has reached a match
@@ -1371,6 +1497,53 @@ type Thread = (usize, LazyStateID, bool);
 /// Rule `i`'s bit in [`LivePlan::first_mask`].
 fn rule_bit(i: usize) -> u64 {
     1 << i.min(63)
+}
+
+/// The rules of `mask` (bits as [`rule_bit`] sets them) among `count`.
+fn rules_in(mask: u64, count: usize) -> RuleIter {
+    let shared = rule_bit(63);
+    if count > 64 && mask & shared != 0 {
+        RuleIter {
+            bits: mask & !shared,
+            tail: 63..count,
+        }
+    } else {
+        RuleIter {
+            bits: mask,
+            tail: 0..0,
+        }
+    }
+}
+
+/// Iterator of [`rules_in`]: the rules with a bit of their own, then those
+/// sharing the last one.
+struct RuleIter {
+    bits: u64,
+    tail: std::ops::Range<usize>,
+}
+
+impl Iterator for RuleIter {
+    type Item = usize;
+
+    #[inline]
+    fn next(&mut self) -> Option<usize> {
+        if self.bits != 0 {
+            let i = self.bits.trailing_zeros() as usize;
+            self.bits &= self.bits - 1;
+            return Some(i);
+        }
+        self.tail.next()
+    }
+}
+
+/// The code points of `s`: its length when it is ASCII, which a scan a
+/// word at a time tells (cheaper than counting on short pieces).
+fn char_count(s: &str) -> usize {
+    if s.is_ascii() {
+        s.len()
+    } else {
+        s.chars().count()
+    }
 }
 
 fn is_continuation(b: u8) -> bool {

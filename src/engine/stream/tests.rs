@@ -307,3 +307,28 @@ fn an_owned_session_moves_into_a_thread() {
     .unwrap();
     assert_eq!(first.text + &released, want);
 }
+
+#[test]
+fn past_64_rules_every_cut_gives_the_redacted_text() {
+    // Rules from the 64th on share the last bit of the session's masks:
+    // they are advanced one by one and must stream as exactly as the rest.
+    let mut yaml = String::from("pack_id: t\nrules:\n");
+    for k in 0..70 {
+        yaml.push_str(&format!(
+            "  - {{id: r{k}, type: regex, pattern: '\\bW{k}x\\d+\\b', action: redact}}\n"
+        ));
+    }
+    let e = evaluator(&yaml);
+    let text = "W1x12 then W63x7, W64x99 and W69x5 W69x ops@example.com W70x1 W2x3";
+    let want = e.redacted_text(text);
+    assert_eq!(
+        want,
+        "[REDACTED_R1] then [REDACTED_R63], [REDACTED_R64] and [REDACTED_R69] W69x \
+         [REDACTED_EMAIL] W70x1 [REDACTED_R2]"
+    );
+    for size in 1..8 {
+        let (out, blocked) = run(&e, text, size, StreamOptions::default());
+        assert_eq!(blocked, None);
+        assert_eq!(out.concat(), want, "pieces of {size}");
+    }
+}
