@@ -71,9 +71,13 @@ impl std::fmt::Debug for Catalog {
 }
 
 /// Whether a directory entry is a playbook of the catalog: `*.yaml` or
-/// `*.yml`, not hidden.
+/// `*.yml`, not hidden, and not a policy test file (`*.test.yaml` beside
+/// its playbook, SPEC §13).
 fn is_playbook_name(name: &str) -> bool {
-    !name.starts_with('.') && (name.ends_with(".yaml") || name.ends_with(".yml"))
+    !name.starts_with('.')
+        && (name.ends_with(".yaml") || name.ends_with(".yml"))
+        && !name.ends_with(crate::policy_test::TEST_FILE_SUFFIX)
+        && !name.ends_with(".test.yml")
 }
 
 impl Catalog {
@@ -382,6 +386,9 @@ mod tests {
         assert!(is_playbook_name("a.yml"));
         assert!(!is_playbook_name(".a.yaml"));
         assert!(!is_playbook_name("a.yaml.bak"));
+        // Policy tests live beside their playbooks.
+        assert!(!is_playbook_name("a.test.yaml"));
+        assert!(!is_playbook_name("a.test.yml"));
         assert!(!is_playbook_name("a.hxpack"));
     }
 }
