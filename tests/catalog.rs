@@ -11,7 +11,7 @@ mod server_support;
 use helixor::license::{self, IssueRequest};
 use serde_json::Value;
 use server_support::{request, test_playbook, Answer, Fixture, Server, TEST_PACK};
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -250,39 +250,8 @@ impl Catalog {
     }
 
     fn start(playbooks: &Path, keys: &Path, dir: &Path) -> Self {
-        let stderr = dir.join(format!(
-            "catalog-{}.log",
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_nanos()
-        ));
-        let mut child = Self::command(playbooks, keys, dir)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(std::fs::File::create(&stderr).unwrap())
-            .spawn()
-            .unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let mut lines = BufReader::new(stdout).lines();
-            while let Some(Ok(line)) = lines.next() {
-                if let Some(a) = line.strip_prefix("listening on ") {
-                    let _ = tx.send(a.trim().to_string());
-                }
-            }
-        });
-        let addr = match rx.recv_timeout(Duration::from_secs(20)) {
-            Ok(a) => a.parse().unwrap(),
-            Err(_) => {
-                let _ = child.kill();
-                panic!(
-                    "the catalog did not start:\n{}",
-                    std::fs::read_to_string(&stderr).unwrap_or_default()
-                );
-            }
-        };
+        let (child, addr, stderr) =
+            server_support::spawn_listening(Self::command(playbooks, keys, dir), dir, "catalog");
         Self {
             child,
             addr,
@@ -1113,22 +1082,7 @@ fn openapi_catalog_routes_match_the_route_table() {
     assert_eq!(documented, served);
 
     // Every $ref resolves, and every error name the document lists is a §4.3 name.
-    fn walk(doc: &Value, v: &Value) {
-        match v {
-            Value::Object(m) => {
-                if let Some(r) = m.get("$ref").and_then(Value::as_str) {
-                    assert!(
-                        doc.pointer(r.trim_start_matches('#')).is_some(),
-                        "unresolved {r}"
-                    );
-                }
-                m.values().for_each(|x| walk(doc, x));
-            }
-            Value::Array(a) => a.iter().for_each(|x| walk(doc, x)),
-            _ => {}
-        }
-    }
-    walk(&doc, &doc);
+    openapi_support::assert_refs_resolve(&doc);
     let names = doc
         .pointer("/components/schemas/ErrorName/enum")
         .and_then(Value::as_array)

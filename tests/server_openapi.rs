@@ -77,23 +77,7 @@ fn routes_in_the_router_and_in_the_document_are_the_same() {
 
 #[test]
 fn every_ref_resolves() {
-    fn walk(doc: &Value, v: &Value) {
-        match v {
-            Value::Object(m) => {
-                if let Some(r) = m.get("$ref").and_then(Value::as_str) {
-                    assert!(
-                        doc.pointer(r.trim_start_matches('#')).is_some(),
-                        "unresolved $ref {r}"
-                    );
-                }
-                m.values().for_each(|x| walk(doc, x));
-            }
-            Value::Array(a) => a.iter().for_each(|x| walk(doc, x)),
-            _ => {}
-        }
-    }
-    let doc = document();
-    walk(&doc, &doc);
+    openapi_support::assert_refs_resolve(&document());
 }
 
 struct Checker {

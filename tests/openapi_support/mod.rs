@@ -111,3 +111,23 @@ pub fn validate(doc: &Value, schema: &Value, v: &Value, at: &str) -> Result<(), 
     }
     Ok(())
 }
+
+/// Panics naming the first `$ref` of `doc` that points nowhere.
+pub fn assert_refs_resolve(doc: &Value) {
+    fn walk(doc: &Value, v: &Value) {
+        match v {
+            Value::Object(m) => {
+                if let Some(r) = m.get("$ref").and_then(Value::as_str) {
+                    assert!(
+                        doc.pointer(r.trim_start_matches('#')).is_some(),
+                        "unresolved $ref {r}"
+                    );
+                }
+                m.values().for_each(|x| walk(doc, x));
+            }
+            Value::Array(a) => a.iter().for_each(|x| walk(doc, x)),
+            _ => {}
+        }
+    }
+    walk(doc, doc);
+}

@@ -303,37 +303,7 @@ impl Server {
 
     /// Starts `serve --listen 127.0.0.1:0 <args>` with extra environment variables.
     pub fn start_with(args: &[String], envs: &[(&str, &Path)], log_dir: &Path) -> Self {
-        let stderr = log_dir.join(format!(
-            "server-{}.log",
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_nanos()
-        ));
-        let mut child = serve_command(args, envs)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(std::fs::File::create(&stderr).unwrap())
-            .spawn()
-            .unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let mut lines = BufReader::new(stdout).lines();
-            while let Some(Ok(line)) = lines.next() {
-                if let Some(a) = line.strip_prefix("listening on ") {
-                    let _ = tx.send(a.trim().to_string());
-                }
-            }
-        });
-        let addr = match rx.recv_timeout(Duration::from_secs(20)) {
-            Ok(a) => a.parse().unwrap(),
-            Err(_) => {
-                let _ = child.kill();
-                let log = std::fs::read_to_string(&stderr).unwrap_or_default();
-                panic!("the server did not start:\n{log}");
-            }
-        };
+        let (child, addr, stderr) = spawn_listening(serve_command(args, envs), log_dir, "server");
         Self {
             child,
             addr,
@@ -391,6 +361,47 @@ impl Drop for Server {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+/// Starts `cmd` (stdout piped, stderr to a log file in `log_dir` named after
+/// `what`) and waits up to 20 s for its `listening on ADDR` line: the child,
+/// the address and the log file. Panics with the log if it does not start.
+pub fn spawn_listening(
+    mut cmd: Command,
+    log_dir: &Path,
+    what: &str,
+) -> (Child, SocketAddr, PathBuf) {
+    let stderr = log_dir.join(format!(
+        "{what}-{}.log",
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+    ));
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(&stderr).unwrap())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut lines = BufReader::new(stdout).lines();
+        while let Some(Ok(line)) = lines.next() {
+            if let Some(a) = line.strip_prefix("listening on ") {
+                let _ = tx.send(a.trim().to_string());
+            }
+        }
+    });
+    match rx.recv_timeout(Duration::from_secs(20)) {
+        Ok(a) => (child, a.parse().unwrap(), stderr),
+        Err(_) => {
+            let _ = child.kill();
+            let log = std::fs::read_to_string(&stderr).unwrap_or_default();
+            panic!("the {what} did not start:\n{log}");
+        }
     }
 }
 

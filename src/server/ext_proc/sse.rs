@@ -29,11 +29,23 @@ pub struct Refusal {
     pub reason: String,
 }
 
+/// The action of a streamed reply that is not UTF-8 text.
+pub const UNREADABLE_ACTION: &str = "block_stream_unreadable";
+/// Its reason.
+pub const UNREADABLE_REASON: &str = "Streamed reply is not UTF-8 text";
+
 impl Refusal {
     fn limit() -> Self {
         Self {
             action: HOLDBACK_ACTION.into(),
             reason: HOLDBACK_REASON.into(),
+        }
+    }
+
+    fn unreadable() -> Self {
+        Self {
+            action: UNREADABLE_ACTION.into(),
+            reason: UNREADABLE_REASON.into(),
         }
     }
 }
@@ -361,7 +373,7 @@ impl SseRewriter {
     fn event(&mut self, raw: &[u8], out: &mut Vec<u8>) {
         let Ok(text) = std::str::from_utf8(raw) else {
             // Not text: nothing can be judged, so nothing goes out.
-            self.refuse(Refusal::limit(), out);
+            self.refuse(Refusal::unreadable(), out);
             return;
         };
         let mut lines = Vec::new();

@@ -241,3 +241,17 @@ fn whole_json_events_are_judged_whole() {
     let v: Value = serde_json::from_str(&d[0]).unwrap();
     assert_eq!(v["text"], "mail [REDACTED_EMAIL]");
 }
+
+#[test]
+fn an_event_that_is_not_utf8_fails_closed_with_its_own_reason() {
+    let mut rw = rewriter();
+    let out = rw.push(b"data: caf\xe9 jane.doe@example.com\n\ndata: more\n\n");
+    let d = datas(&out);
+    assert_eq!(d.len(), 1);
+    let v: Value = serde_json::from_str(&d[0]).unwrap();
+    assert_eq!(
+        v,
+        json!({"error": {"message": UNREADABLE_REASON, "type": "helixor_policy_violation", "code": UNREADABLE_ACTION}})
+    );
+    assert!(rw.finish().is_empty());
+}
