@@ -6,7 +6,7 @@
 
 use crate::compiler;
 use crate::container::{read_pack_file, SealedPack};
-use crate::engine::{Decision, StreamOptions, StreamSession};
+use crate::engine::{Decision, Normalize, StreamOptions, StreamSession};
 use crate::error::{ErrorName, Named};
 pub use crate::license::LicenseArgs;
 use crate::license::{self, format_time, IssuerKeys, License, Window};
@@ -115,6 +115,8 @@ pub struct RunArgs {
     pub jsonl: bool,
     /// `--stream` with its session options (SPEC §11.3); `None` without it.
     pub stream: Option<StreamOptions>,
+    /// `--normalize` (SPEC §15): how every payload is matched.
+    pub normalize: Normalize,
 }
 
 /// Loads packs in order; two files with one pack id are a `PackFormatError`.
@@ -215,6 +217,10 @@ pub fn run(
     }
     let pack = choose_pack(&packs, args.pack_id.as_deref())?;
     if let Some(opts) = args.stream {
+        let opts = StreamOptions {
+            normalize: args.normalize,
+            ..opts
+        };
         return run_stream(&args.input, pack, opts, stdin, out, err);
     }
     let payload = match &args.input {
@@ -235,7 +241,7 @@ pub fn run(
             strip_one_newline(s)
         }
     };
-    let decision = pack.evaluator.evaluate(&payload);
+    let decision = pack.evaluator.evaluate_with(&payload, args.normalize);
     write_out(out, &json_pretty(&decision))?;
     Ok(0)
 }
@@ -345,6 +351,7 @@ fn jsonl_decision<'p>(
     line: &[u8],
     packs: &'p [LoadedPack],
     default_id: Option<&str>,
+    normalize: Normalize,
 ) -> Result<Decision<'p>, (ErrorName, String)> {
     let (payload, pack_id) =
         jsonl_request(line).map_err(|m| (ErrorName::InvalidRequestError, m))?;
@@ -359,7 +366,7 @@ fn jsonl_decision<'p>(
         ));
     }
     let pack = choose_pack(packs, chosen).map_err(|e| (e.name(), e.to_string()))?;
-    Ok(pack.evaluator.evaluate(&payload))
+    Ok(pack.evaluator.evaluate_with(&payload, normalize))
 }
 
 /// Reads one `--jsonl` line: a JSON string, or `{"text", "pack_id"?}`.
@@ -432,7 +439,7 @@ fn run_jsonl(
         if l.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        let text = match jsonl_decision(l, packs, args.pack_id.as_deref()) {
+        let text = match jsonl_decision(l, packs, args.pack_id.as_deref(), args.normalize) {
             Ok(d) => json_line(&d),
             Err((name, message)) => {
                 all_ok = false;

@@ -105,6 +105,9 @@ enum Command {
             conflicts_with_all = ["text", "jsonl"]
         )]
         max_holdback_chars: usize,
+        /// Match through the evasion view (SPEC §15): other scripts' digits, full-width forms, joiners and soft hyphens inside values.
+        #[arg(long, value_name = "MODE", default_value = "none", value_parser = ["none", "evasion"])]
+        normalize: String,
     },
     /// Show a pack's header; with --license, load it and summarise its rules.
     Inspect {
@@ -359,6 +362,7 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, Error> {
             lookahead_chars,
             no_block_on_fatal,
             max_holdback_chars,
+            normalize,
         } => {
             let input = match (text, input) {
                 (Some(t), _) => RunInput::Text(t),
@@ -375,7 +379,9 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, Error> {
                     block_on_fatal: !no_block_on_fatal,
                     lookahead_chars,
                     max_holdback_chars,
+                    ..StreamOptions::default()
                 }),
+                normalize: normalize.parse().map_err(Error::Usage)?,
             };
             commands::run(&args, &mut std::io::stdin().lock(), &mut out, &mut err)
         }

@@ -1,12 +1,13 @@
 //! Property tests of stream sessions (SPEC §11.1, issue 7) against the
 //! engine's own whole-text evaluation: random texts (PII values, near
 //! misses, multilingual words, probe-style custom rules with Luhn checks,
-//! flags and overlaps) cut at random code points, one code point a piece
+//! flags and overlaps, and the evasions of SPEC §15 with and without
+//! `normalize: evasion`) cut at random code points, one code point a piece
 //! included. `HELIXOR_STREAM_CASES` sets the number of cases (CI runs
 //! thousands).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
-use helixor::engine::{Severity, StreamOptions, PERMIT_ACTION};
+use helixor::engine::{Normalize, Severity, StreamOptions, PERMIT_ACTION};
 use helixor::playbook::parse_document;
 use helixor::rules::check_declarations;
 use helixor::Evaluator;
@@ -78,6 +79,19 @@ fn token() -> impl Strategy<Value = String> {
         "\\$[0-9]{1,4}(\\.[0-9]{1,2})?",
         "[0-9]{1,6}",
         "\\PC{0,6}",
+        // SPEC §15 evasions: other digits, joiners, soft hyphens, marks,
+        // full-width letters, compatibility characters.
+        Just("１２３-４５-６７８９".to_string()),
+        Just("١٢٣-٤٥-٦٧٨٩".to_string()),
+        Just("123-45\u{200D}-6789".to_string()),
+        Just("123-45-67\u{AD}89\u{301}".to_string()),
+        Just("\u{301}".to_string()),
+        Just("\u{200B}".to_string()),
+        Just("\u{FE0F}\u{200D}".to_string()),
+        Just("ＭＲＮ １２３４５６７".to_string()),
+        Just("jane＠example.com".to_string()),
+        Just("\u{FB01}\u{2460}\u{2469}".to_string()),
+        "[0-9\u{0660}-\u{0669}\u{FF10}-\u{FF19}\u{200D}\u{AD}-]{1,12}",
     ]
 }
 
@@ -122,8 +136,8 @@ fn split(text: &str, sizes: &[usize]) -> Vec<String> {
     out
 }
 
-fn has_fatal(e: &Evaluator, text: &str) -> bool {
-    e.evaluate(text)
+fn has_fatal(e: &Evaluator, text: &str, norm: Normalize) -> bool {
+    e.evaluate_with(text, norm)
         .triggers
         .iter()
         .any(|t| t.severity == Severity::Fatal)
@@ -140,10 +154,12 @@ proptest! {
     fn releases_are_final_complete_and_block_only_on_final_fatal(
         prefix in text(), rest in text(), other in text(), sizes in cuts(),
         which in 0usize..2, block in any::<bool>(), lookahead in prop_oneof![4 => Just(0usize), 1 => 1usize..40],
+        evasion in any::<bool>(),
     ) {
         let e = &evaluators()[which];
         let whole = format!("{prefix}{rest}");
-        let opts = StreamOptions { block_on_fatal: block, lookahead_chars: lookahead, ..StreamOptions::default() };
+        let norm = if evasion { Normalize::Evasion } else { Normalize::None };
+        let opts = StreamOptions { block_on_fatal: block, lookahead_chars: lookahead, normalize: norm, ..StreamOptions::default() };
         let mut s = e.stream(opts);
         let mut released = String::new();
         let mut pushed = String::new();
@@ -158,27 +174,27 @@ proptest! {
             let conts = [pushed.clone(), whole.clone(), format!("{prefix}{other}")];
             if let Some(b) = s.blocked() {
                 for c in &conts {
-                    prop_assert!(has_fatal(e, c), "blocked ({}) but {:?} has no FATAL trigger", b.action, c);
+                    prop_assert!(has_fatal(e, c, norm), "blocked ({}) but {:?} has no FATAL trigger", b.action, c);
                 }
             } else {
                 for c in &conts {
-                    let w = e.redacted_text(c);
+                    let w = e.redacted_text_with(c, norm);
                     prop_assert!(w.starts_with(&released), "release {:?} is not final: W({:?}) = {:?}", released, c, w);
                 }
             }
         }
         released.push_str(&s.finish().text);
-        let d = e.evaluate(&whole);
+        let d = e.evaluate_with(&whole, norm);
         let fatal = d.triggers.iter().any(|t| t.severity == Severity::Fatal);
         match s.blocked() {
             Some(b) => {
                 prop_assert!(block && fatal, "blocked with {} on {:?}", b.action, whole);
                 prop_assert!(d.triggers.iter().any(|t| t.action == b.action && t.severity == Severity::Fatal));
-                prop_assert!(e.redacted_text(&whole).starts_with(&released));
+                prop_assert!(e.redacted_text_with(&whole, norm).starts_with(&released));
             }
             None => {
                 prop_assert!(!(block && fatal), "FATAL {:?} never blocked", d.action);
-                prop_assert_eq!(&released, &e.redacted_text(&whole));
+                prop_assert_eq!(&released, &e.redacted_text_with(&whole, norm));
                 if !fatal {
                     prop_assert_eq!(&released, &d.clean_text);
                 }

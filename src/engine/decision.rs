@@ -77,6 +77,10 @@ pub struct Decision<'e> {
     pub receipt_hash: String,
     /// Engine time in microseconds.
     pub latency_us: f64,
+    /// Whether rules ran on a normalized view that differed from the text
+    /// (SPEC §15); written only when true.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub normalized: bool,
 }
 
 /// The action of a payload that broke no rule.

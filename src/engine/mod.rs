@@ -4,10 +4,12 @@
 //! for spans. Never logs, stores or returns a matched value.
 
 mod decision;
+mod normalize;
 mod receipt;
 mod stream;
 
 pub use decision::{Decision, Severity, Source, Trigger, BLOCKED_TEXT, PERMIT_ACTION};
+pub use normalize::Normalize;
 pub use receipt::{receipt_hash, RECEIPT_SCHEMA};
 pub use stream::{
     Blocked, OwnedStreamSession, Released, Session, StreamOptions, StreamSession,
@@ -352,8 +354,20 @@ impl Evaluator {
 
     /// Evaluates `text` (SPEC §6) and times the engine call.
     pub fn evaluate(&self, text: &str) -> Decision<'_> {
+        self.evaluate_with(text, Normalize::None)
+    }
+
+    /// Evaluates `text` with the given matching (SPEC §6, §15) and times
+    /// the engine call. With [`Normalize::Evasion`], rules run on the
+    /// normalized view when it differs from the text; spans, redactions and
+    /// `clean_text` refer to the original text, and the receipt hashes it.
+    pub fn evaluate_with(&self, text: &str, normalize: Normalize) -> Decision<'_> {
         let started = Instant::now();
-        let mut decision = self.decide(text);
+        let view = match normalize {
+            Normalize::None => None,
+            Normalize::Evasion => normalize::View::of(text),
+        };
+        let mut decision = self.decide(text, view.as_ref());
         decision.latency_us = started.elapsed().as_secs_f64() * 1e6;
         decision
     }
@@ -362,7 +376,16 @@ impl Evaluator {
     /// every rule, FATAL ones included, replaced by the §6.3 sweep (what a
     /// stream session releases in all when it is not blocked).
     pub fn redacted_text(&self, text: &str) -> String {
-        let found = self.matches(text);
+        self.redacted_text_with(text, Normalize::None)
+    }
+
+    /// [`Evaluator::redacted_text`] with the given matching (SPEC §15).
+    pub fn redacted_text_with(&self, text: &str, normalize: Normalize) -> String {
+        let view = match normalize {
+            Normalize::None => None,
+            Normalize::Evasion => normalize::View::of(text),
+        };
+        let found = self.matches(view.as_ref().map_or(text, |v| v.text.as_str()));
         if found.is_empty() {
             return text.to_string();
         }
@@ -371,7 +394,7 @@ impl Evaluator {
             let (key, placeholder) = self.redaction_key(i);
             items.extend(spans.iter().map(|&(s, e)| (s, e, key, placeholder)));
         }
-        redact(text, items)
+        redact(text, view.as_ref(), items)
     }
 
     /// Matcher `i`'s sort key in the sweep (its trigger's place among all
@@ -416,12 +439,26 @@ impl Evaluator {
         found
     }
 
-    fn decide(&self, text: &str) -> Decision<'_> {
-        let found = self.matches(text);
+    /// Decides on `text`; with a `view`, rules run on the view and its
+    /// spans are mapped back to `text` (byte spans of the view become
+    /// original spans before any code point is counted).
+    fn decide(&self, text: &str, view: Option<&normalize::View>) -> Decision<'_> {
+        let found = self.matches(view.map_or(text, |v| v.text.as_str()));
+        let normalized = view.is_some();
         if found.iter().all(Vec::is_empty) {
-            return self.finish(text, Vec::new(), None, text.to_string());
+            return self.finish(text, Vec::new(), None, text.to_string(), normalized);
         }
         let ascii = text.is_ascii();
+        let original = |spans: &[(usize, usize)]| -> Vec<[usize; 2]> {
+            match view {
+                None => code_point_spans(text, spans, ascii),
+                Some(v) => {
+                    let mapped: Vec<(usize, usize)> =
+                        spans.iter().map(|&(s, e)| v.map.span(s, e)).collect();
+                    code_point_spans(text, &mapped, ascii)
+                }
+            }
+        };
 
         let mut triggers: Vec<Trigger<'_>> = Vec::new();
         // Byte spans of WARNING triggers for redaction: (start, end, order, placeholder).
@@ -446,7 +483,7 @@ impl Evaluator {
                 action: &info.action,
                 codons: None,
                 match_count: spans.len(),
-                spans: code_point_spans(text, spans, ascii),
+                spans: original(spans),
             });
         }
         let base = self.rules.len();
@@ -483,7 +520,7 @@ impl Evaluator {
                 action: hr.action,
                 codons: Some(codes),
                 match_count: spans.len(),
-                spans: code_point_spans(text, &spans, ascii),
+                spans: original(&spans),
             });
         }
 
@@ -497,10 +534,10 @@ impl Evaluator {
             });
         let clean = match deciding.map(|i| triggers[i].severity) {
             Some(Severity::Fatal) => BLOCKED_TEXT.to_string(),
-            Some(Severity::Warning) => redact(text, redactions),
+            Some(Severity::Warning) => redact(text, view, redactions),
             None => text.to_string(),
         };
-        self.finish(text, triggers, deciding, clean)
+        self.finish(text, triggers, deciding, clean, normalized)
     }
 
     fn finish<'e>(
@@ -509,6 +546,7 @@ impl Evaluator {
         triggers: Vec<Trigger<'e>>,
         deciding: Option<usize>,
         clean_text: String,
+        normalized: bool,
     ) -> Decision<'e> {
         let (action, severity, reason) = match deciding {
             Some(i) => {
@@ -537,6 +575,7 @@ impl Evaluator {
             pack_version: &self.pack_version,
             receipt_hash,
             latency_us: 0.0,
+            normalized,
         }
     }
 
@@ -738,8 +777,18 @@ fn write_regions(
 }
 
 /// Replaces WARNING matches by placeholders, merging overlaps (SPEC §6.3).
-fn redact(text: &str, mut items: Vec<Item<'_>>) -> String {
-    let regions = sweep(&mut items);
+/// With a `view`, the items are spans of the view: the regions are swept
+/// there, then mapped to `text` and merged again where they meet.
+fn redact(text: &str, view: Option<&normalize::View>, mut items: Vec<Item<'_>>) -> String {
+    let mut regions = sweep(&mut items);
+    if let Some(v) = view {
+        let mut mapped = Vec::with_capacity(regions.len());
+        for (s, e, p) in regions {
+            let (s, e) = v.map.span(s, e);
+            normalize::push_region(&mut mapped, s, e, p);
+        }
+        regions = mapped;
+    }
     let mut out = String::with_capacity(text.len());
     write_regions(&mut out, text, 0, text.len(), &regions);
     out

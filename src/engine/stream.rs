@@ -78,6 +78,7 @@
 //! held text), and released text is dropped from the buffer, keeping one
 //! character as look-behind context. Measured costs are in `BENCHMARKS.md`.
 
+use super::normalize::{self, Normalize, Normalizer, ViewMap};
 use super::{sweep, validate, write_regions, Caches, Evaluator, Item, Severity};
 use crate::builtins::HARD_RULES;
 use crate::pattern::{NEST_LIMIT, PATTERN_SIZE_LIMIT};
@@ -119,6 +120,9 @@ pub struct StreamOptions {
     pub lookahead_chars: usize,
     /// Fail closed when more than this many code points are held back.
     pub max_holdback_chars: usize,
+    /// Match through the evasion view (SPEC §15): releases are the original
+    /// text, redacted where the view matched.
+    pub normalize: Normalize,
 }
 
 impl Default for StreamOptions {
@@ -127,6 +131,7 @@ impl Default for StreamOptions {
             block_on_fatal: true,
             lookahead_chars: 0,
             max_holdback_chars: DEFAULT_MAX_HOLDBACK_CHARS,
+            normalize: Normalize::None,
         }
     }
 }
@@ -495,6 +500,9 @@ struct Pending {
 pub struct Session<E: Deref<Target = Evaluator>> {
     ev: E,
     core: Core,
+    /// With [`Normalize::Evasion`]: the core runs on the view, and this
+    /// writes the original text.
+    norm: Option<Box<NormStream>>,
 }
 
 /// A session that borrows its evaluator ([`Evaluator::stream`]).
@@ -524,6 +532,12 @@ struct Core {
     origin: bool,
     /// Bytes of `buf` the threads have consumed.
     scanned: usize,
+    /// Bytes dropped from the front of `buf` so far (absolute offset of `buf[0]`).
+    dropped: usize,
+    /// With normalization: the regions each release wrote, in absolute
+    /// offsets of the view, for [`NormStream`] to map (the core then builds
+    /// no text of its own).
+    tap: Option<Vec<(usize, usize, String)>>,
     rules: Vec<RuleState>,
     pending: Vec<Pending>,
     /// Reused between pushes: (non-inner byte, rules it is the last one
@@ -602,12 +616,16 @@ impl Evaluator {
 impl<E: Deref<Target = Evaluator>> Session<E> {
     fn new(ev: E, opts: StreamOptions) -> Self {
         let core = Core::new(&ev, opts);
-        Self { ev, core }
+        let norm = (opts.normalize == Normalize::Evasion).then(Box::default);
+        Self { ev, core, norm }
     }
 
     /// Appends `piece` and returns what can be released now (SPEC §11.1).
     /// Nothing is released once the session is blocked or finished.
     pub fn push(&mut self, piece: &str) -> Released {
+        if let Some(norm) = self.norm.as_deref_mut() {
+            return norm.push(&mut self.core, &self.ev, piece);
+        }
         // Appending needs no evaluator: it is handed over for the step only,
         // so the hot path carries no extra argument across the copy.
         if !self.core.append(piece) {
@@ -618,6 +636,9 @@ impl<E: Deref<Target = Evaluator>> Session<E> {
 
     /// Ends the stream and returns the rest (empty when blocked).
     pub fn finish(&mut self) -> Released {
+        if let Some(norm) = self.norm.as_deref_mut() {
+            return norm.finish(&mut self.core, &self.ev);
+        }
         self.core.finish(&self.ev)
     }
 
@@ -628,12 +649,134 @@ impl<E: Deref<Target = Evaluator>> Session<E> {
 
     /// Code points pushed so far.
     pub fn pushed_chars(&self) -> usize {
-        self.core.pushed_chars
+        match &self.norm {
+            Some(n) => n.pushed_chars,
+            None => self.core.pushed_chars,
+        }
     }
 
     /// Code points pushed but not yet released.
     pub fn held_chars(&self) -> usize {
-        self.core.held_chars()
+        match &self.norm {
+            Some(n) => n.pushed_chars - n.released_chars,
+            None => self.core.held_chars(),
+        }
+    }
+
+    /// Whether the session matched through a view that differed from the
+    /// text so far (SPEC §15).
+    pub fn normalized(&self) -> bool {
+        self.norm.as_ref().is_some_and(|n| n.changed)
+    }
+}
+
+/// The original-text side of a normalized session (SPEC §15 with §11): the
+/// pushed text goes through a [`Normalizer`], the core runs on the view, and
+/// each of its releases (a view offset and the regions before it, all final)
+/// is mapped back, so the session releases the original text with the same
+/// regions an evaluation of the whole text writes.
+#[derive(Debug, Default)]
+struct NormStream {
+    normalizer: Normalizer,
+    map: ViewMap,
+    /// Original text from absolute byte `base`; released up to `head`.
+    orig: String,
+    base: usize,
+    head: usize,
+    /// Mapped regions not yet written (sorted, disjoint): one can end past
+    /// what the core released when two view characters share a segment.
+    held: Vec<(usize, usize, String)>,
+    /// Reused: the view of the last piece.
+    view: String,
+    pushed_chars: usize,
+    released_chars: usize,
+    /// Whether the view has differed from the text.
+    changed: bool,
+}
+
+impl NormStream {
+    fn push(&mut self, core: &mut Core, ev: &Evaluator, piece: &str) -> Released {
+        if core.blocked.is_some() || core.finished {
+            return Released::default();
+        }
+        self.pushed_chars += char_count(piece);
+        self.orig.push_str(piece);
+        self.view.clear();
+        self.normalizer.push(piece, &mut self.view, &mut self.map);
+        self.feed(core, ev, false);
+        if core.blocked.is_some() {
+            return Released::default();
+        }
+        self.release(core, false)
+    }
+
+    fn finish(&mut self, core: &mut Core, ev: &Evaluator) -> Released {
+        if core.blocked.is_some() || core.finished {
+            core.finished = true;
+            return Released::default();
+        }
+        self.view.clear();
+        self.normalizer.finish(&mut self.view, &mut self.map);
+        self.feed(core, ev, true);
+        if core.blocked.is_some() {
+            return Released::default();
+        }
+        self.release(core, true)
+    }
+
+    /// Hands the new view text to the core.
+    fn feed(&mut self, core: &mut Core, ev: &Evaluator, eoi: bool) {
+        self.changed = self.normalizer.changed();
+        if eoi {
+            core.append(&self.view);
+            core.finish(ev);
+        } else if !self.view.is_empty() && core.append(&self.view) {
+            core.step(ev, false);
+        }
+    }
+
+    /// Writes the original text up to where the core's releases are final.
+    fn release(&mut self, core: &mut Core, eoi: bool) -> Released {
+        let released_view = core.dropped + core.head;
+        if let Some(tap) = core.tap.as_mut() {
+            for (s, e, p) in tap.drain(..) {
+                let (s, e) = self.map.span(s, e);
+                normalize::push_region(&mut self.held, s, e, p);
+            }
+        }
+        let end = self.base + self.orig.len();
+        let mut cut = if eoi {
+            end
+        } else if released_view >= self.normalizer.view_len() {
+            self.normalizer.complete()
+        } else {
+            self.map.start(released_view)
+        };
+        let mut closed = self.held.len();
+        if let Some(k) = self.held.iter().position(|r| r.1 > cut) {
+            cut = cut.min(self.held[k].0);
+            closed = k;
+        }
+        self.map.forget_before(released_view);
+        if cut <= self.head {
+            return Released::default();
+        }
+        let regions: Vec<(usize, usize, &str)> = self.held[..closed]
+            .iter()
+            .map(|(s, e, p)| (s - self.base, e - self.base, p.as_str()))
+            .collect();
+        let (from, to) = (self.head - self.base, cut - self.base);
+        let mut text = String::with_capacity(to - from);
+        write_regions(&mut text, &self.orig, from, to, &regions);
+        let redacted = closed > 0;
+        self.released_chars += char_count(&self.orig[from..to]);
+        self.held.drain(..closed);
+        self.head = cut;
+        if to >= 4096 && to * 2 >= self.orig.len() {
+            self.orig.drain(..to);
+            self.base = cut;
+        }
+        Released { text, redacted }
     }
 }
 
@@ -675,6 +818,8 @@ impl Core {
             head: 0,
             origin: true,
             scanned: 0,
+            dropped: 0,
+            tap: (opts.normalize == Normalize::Evasion).then(Vec::new),
             rules: clears
                 .into_iter()
                 .map(|clears| RuleState {
@@ -1190,8 +1335,12 @@ impl Core {
             if q <= self.head {
                 return Released::default();
             }
-            let text = self.buf[self.head..q].to_string();
-            self.released_chars += char_count(&text);
+            let text = if self.tap.is_some() {
+                String::new()
+            } else {
+                self.buf[self.head..q].to_string()
+            };
+            self.released_chars += char_count(&self.buf[self.head..q]);
             self.head = q;
             self.compact();
             return Released {
@@ -1232,7 +1381,14 @@ impl Core {
             return Released::default();
         }
         let mut text = String::new();
-        write_regions(&mut text, &self.buf, self.head, cut, regions);
+        match self.tap.as_mut() {
+            Some(tap) => tap.extend(
+                regions
+                    .iter()
+                    .map(|&(s, e, p)| (self.dropped + s, self.dropped + e, p.to_string())),
+            ),
+            None => write_regions(&mut text, &self.buf, self.head, cut, regions),
+        }
         let redacted = !regions.is_empty();
         self.released_chars += char_count(&self.buf[self.head..cut]);
         self.pending.retain(|p| p.start >= cut);
@@ -1275,6 +1431,7 @@ impl Core {
         }
         let shift = keep;
         self.buf.drain(..shift);
+        self.dropped += shift;
         self.origin = false;
         self.head -= shift;
         self.scanned -= shift;

@@ -172,6 +172,7 @@ fn holdback(
         block_on_fatal: false,
         lookahead_chars: 0,
         max_holdback_chars,
+        ..StreamOptions::default()
     });
     let released = session.push(text);
     if let Some(b) = session.blocked() {

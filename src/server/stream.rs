@@ -80,6 +80,7 @@ fn stream_request(
             block_on_fatal,
             lookahead_chars,
             max_holdback_chars,
+            ..StreamOptions::default()
         },
     })
 }
@@ -296,7 +297,8 @@ mod tests {
             StreamOptions {
                 block_on_fatal: true,
                 lookahead_chars: 0,
-                max_holdback_chars: 9
+                max_holdback_chars: 9,
+                ..StreamOptions::default()
             }
         );
         let r = stream_request(
