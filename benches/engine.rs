@@ -1,12 +1,15 @@
 //! Engine benchmarks (issue 2): the example pack plus ten custom rules on
 //! clean ASCII, mixed-script, PII-dense and 64 KiB payloads. Run with
 //! `cargo bench --bench engine`; results and ratios go to BENCHMARKS.md.
+//! The `normalize_*` groups measure `normalize: evasion` (SPEC §15) against
+//! the reference semantics on the same payloads.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 mod common;
 
 use common::fill;
 use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
+use helixor::engine::Normalize;
 use helixor::playbook::parse_document;
 use helixor::rules::check_declarations;
 use helixor::Evaluator;
@@ -39,6 +42,10 @@ Réunion à neuf heures, ordre du jour ci-joint. ";
 const PII: &str =
     "SSN 123-45-6789, card 4111 1111 1111 1111, MRN: 12345678, mail jane.doe@example.com, \
 call (212) 555-0199 or 415.555.0123, host 192.168.10.20, ticket TCK-004211, acct ACCT-12345678. ";
+
+/// The PII line written to slip past matching as written (SPEC §15).
+const EVASIVE: &str = "SSN １２３-４５-６７８９, card ٤١١١ ١١١١ ١١١١ ١١١١, MRN: 1234\u{200D}5678, \
+mail jane.doe＠example.com, call (212) 555-01\u{AD}99, ticket TCK-004211\u{301}. ";
 
 fn evaluator() -> Evaluator {
     let doc = parse_document(PLAYBOOK.as_bytes(), "bench").unwrap().doc;
@@ -74,6 +81,28 @@ fn bench(c: &mut Criterion) {
         g.bench_function(*name, |b| b.iter(|| e.evaluate(black_box(text))));
     }
     g.finish();
+
+    // SPEC §15: the same payloads, and PII written evasively, with and
+    // without the evasion view.
+    let evasive = fill(EVASIVE, 1024);
+    assert_eq!(e.evaluate(&evasive).action, "permit_clean_payload");
+    assert_ne!(
+        e.evaluate_with(&evasive, Normalize::Evasion).action,
+        "permit_clean_payload"
+    );
+    let mut normalize_cases: Vec<(&str, &String)> = cases.iter().map(|(n, t)| (*n, t)).collect();
+    normalize_cases.push(("evasive_pii_1k", &evasive));
+    for (group, mode) in [
+        ("normalize_none", Normalize::None),
+        ("normalize_evasion", Normalize::Evasion),
+    ] {
+        let mut g = c.benchmark_group(group);
+        for (name, text) in &normalize_cases {
+            g.throughput(Throughput::Bytes(text.len() as u64));
+            g.bench_function(*name, |b| b.iter(|| e.evaluate_with(black_box(text), mode)));
+        }
+        g.finish();
+    }
 
     // Baseline for the ratios in BENCHMARKS.md: the naive design, one
     // RegexSet over the exact patterns (Unicode `\b`), asked which match.

@@ -2,7 +2,9 @@
 # Differential test of the engine (SPEC §6): `helixor-pack run --jsonl` on
 # thousands of generated texts (multilingual words, PII hits and near
 # misses) against the independent Python model in tests/model/, for the
-# reference playbooks and a playbook of assorted custom rules.
+# reference playbooks and a playbook of assorted custom rules; then the same
+# texts with `--normalize evasion` (SPEC §15), reporting which decisions
+# change and why (tests/model/evasion_diff.py).
 #   scripts/differential.sh [COUNT]   (default 5000 texts)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,6 +24,7 @@ mkdir -p "$work/trusted" && cp "$work/keys/diff.pub" "$work/trusted/"
 "$bin" license issue --issuer-key "$work/keys/diff.key" --license-id lic_diff --licensee diff \
   --features custom_playbook_compilation --days 1 --out "$work/lic.hxlic" >/dev/null
 "$py" tests/model/gen_texts.py 20261130 "$count" > "$work/texts.jsonl"
+"$py" tests/model/gen_texts.py 20261201 "$count" evasive > "$work/evasive.jsonl"
 status=0
 for pb in tests/fixtures/internal_ids.yaml tests/fixtures/order_notes.yaml \
           tests/fixtures/regulatory_pii_guard.yaml tests/fixtures/fuzz_rules.yaml; do
@@ -30,5 +33,17 @@ for pb in tests/fixtures/internal_ids.yaml tests/fixtures/order_notes.yaml \
   "$bin" run --pack "$work/p.hxpack" --license "$work/lic.hxlic" --issuer-keys "$work/trusted" \
     --jsonl --input "$work/texts.jsonl" > "$work/out.jsonl"
   "$py" tests/model/engine_model.py "$pb" "$work/texts.jsonl" "$work/out.jsonl" || status=1
+  # SPEC §15: the same texts through the evasion view; which decisions
+  # change and why, and none on a text the view leaves as it is.
+  "$bin" run --pack "$work/p.hxpack" --license "$work/lic.hxlic" --issuer-keys "$work/trusted" \
+    --jsonl --normalize evasion --input "$work/texts.jsonl" > "$work/evasion.jsonl"
+  "$py" tests/model/evasion_diff.py "$pb" "$work/texts.jsonl" "$work/out.jsonl" "$work/evasion.jsonl" || status=1
+  # And on texts whose PII is often written evasively.
+  for mode in none evasion; do
+    "$bin" run --pack "$work/p.hxpack" --license "$work/lic.hxlic" --issuer-keys "$work/trusted" \
+      --jsonl --normalize "$mode" --input "$work/evasive.jsonl" > "$work/evasive-$mode.jsonl"
+  done
+  "$py" tests/model/evasion_diff.py "$pb (evasive texts)" "$work/evasive.jsonl" \
+    "$work/evasive-none.jsonl" "$work/evasive-evasion.jsonl" || status=1
 done
 exit $status

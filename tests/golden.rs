@@ -1,15 +1,17 @@
 //! Golden decisions (SPEC §6): every `tests/cases/*.yaml` file names a
 //! playbook in `tests/fixtures/` and lists payloads with the exact decision
-//! fields expected. One test runs them all and reports every mismatch.
+//! fields expected. One test runs them all and reports every mismatch. A
+//! case with `normalize: evasion` is evaluated through the SPEC §15 view.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
+use helixor::engine::Normalize;
 use helixor::playbook::{pack_id, pack_version, parse_document};
 use helixor::rules::check_declarations;
 use helixor::Evaluator;
 use serde_json::Value;
 use std::path::Path;
 
-const COMPARED: [&str; 8] = [
+const COMPARED: [&str; 9] = [
     "action",
     "severity",
     "reason",
@@ -18,6 +20,8 @@ const COMPARED: [&str; 8] = [
     "invariants_passed",
     "pack_version",
     "receipt_hash",
+    // Absent (null) unless the evasion view differed from the text.
+    "normalized",
 ];
 
 fn evaluator(playbook: &Path) -> Evaluator {
@@ -49,7 +53,12 @@ fn golden_cases() {
         for case in spec["cases"].as_array().unwrap() {
             count += 1;
             let text = case["text"].as_str().unwrap();
-            let got = serde_json::to_value(e.evaluate(text)).unwrap();
+            let normalize: Normalize = case["normalize"]
+                .as_str()
+                .unwrap_or("none")
+                .parse()
+                .unwrap();
+            let got = serde_json::to_value(e.evaluate_with(text, normalize)).unwrap();
             assert_eq!(got["pack_id"], Value::String(e.pack_id().to_string()));
             assert!(got["latency_us"].as_f64().unwrap() >= 0.0);
             for field in COMPARED {

@@ -57,11 +57,12 @@ const KEYS: &[(&str, Kind)] = &[
     ("log.level", Kind::Str),
     ("stream.max_holdback_chars", Kind::Uint),
     ("ext_proc.listen", Kind::Str),
+    ("engine.normalize", Kind::Str),
 ];
 
 /// The sections (keys holding a mapping).
 const SECTIONS: &[&str] = &[
-    "reload", "limits", "auth", "shutdown", "log", "stream", "ext_proc",
+    "reload", "limits", "auth", "shutdown", "log", "stream", "ext_proc", "engine",
 ];
 
 /// The environment variable of a key: `reload.debounce_ms` → `HELIXOR_RELOAD_DEBOUNCE_MS`.
@@ -168,6 +169,8 @@ pub struct Config {
     /// Where Envoy's external processing gRPC service listens (SPEC §12.3;
     /// `ext_proc.listen`); `None`: off.
     pub ext_proc_listen: Option<SocketAddr>,
+    /// How requests are matched unless they say (`engine.normalize`, SPEC §15).
+    pub normalize: crate::engine::Normalize,
 }
 
 impl Config {
@@ -204,6 +207,7 @@ impl Config {
             },
             max_holdback_chars: crate::engine::DEFAULT_MAX_HOLDBACK_CHARS,
             ext_proc_listen: None,
+            normalize: crate::engine::Normalize::None,
         }
     }
 }
@@ -522,6 +526,13 @@ fn build(m: &BTreeMap<&'static str, Raw>) -> Result<Config, Error> {
     if let Some(n) = uint("stream.max_holdback_chars", 1)? {
         c.max_holdback_chars = usize_of("stream.max_holdback_chars", n)?;
     }
+    if let Some(n) = string("engine.normalize") {
+        c.normalize = n.parse().map_err(|_| {
+            config_error(format!(
+                "key `engine.normalize` must be `none` or `evasion`, not `{n}`"
+            ))
+        })?;
+    }
     if let Some(f) = string("log.format") {
         c.log.format = match f.as_str() {
             "json" => LogFormat::Json,
@@ -596,8 +607,10 @@ mod tests {
         assert_eq!(c.reload.rescan_interval_s, 30);
         assert_eq!(c.limits.max_body_bytes, 10);
         assert_eq!(c.log.format, LogFormat::Json);
+        assert_eq!(c.normalize, crate::engine::Normalize::None);
 
         let env = |k: &str| match k {
+            "HELIXOR_ENGINE_NORMALIZE" => Some("evasion".to_string()),
             "HELIXOR_RELOAD_DEBOUNCE_MS" => Some("7".to_string()),
             "HELIXOR_LISTEN" => Some("127.0.0.1:9001".to_string()),
             "HELIXOR_PACKS_DIR" => Some("rel".to_string()),
@@ -605,6 +618,7 @@ mod tests {
         };
         let c = load(&opts(f.clone()), &env).unwrap();
         assert_eq!(c.reload.debounce_ms, 7);
+        assert_eq!(c.normalize, crate::engine::Normalize::Evasion);
         assert_eq!(c.listen.port(), 9001);
         assert_eq!(c.packs_dir, PathBuf::from("rel"));
 
@@ -635,6 +649,10 @@ mod tests {
             ),
             ("packs_dir: p\nreload: 5\n", "`reload`"),
             ("packs_dir: p\nlog:\n  format: xml\n", "`log.format`"),
+            (
+                "packs_dir: p\nengine:\n  normalize: nfkc\n",
+                "`engine.normalize` must be `none` or `evasion`, not `nfkc`",
+            ),
             ("packs_dir: p\nlisten: nowhere\n", "`listen`"),
             ("packs_dir: [a]\n", "`packs_dir`"),
             (

@@ -103,7 +103,10 @@ fn judge(
 ) -> Result<Response, ApiError> {
     let pack = choose(generation, pack_id, state.config.default_pack.as_deref())?;
     let texts = llm_texts(body).map_err(ApiError::bad_request)?;
-    let decisions: Vec<Decision<'_>> = texts.iter().map(|t| pack.evaluator.evaluate(t)).collect();
+    let decisions: Vec<Decision<'_>> = texts
+        .iter()
+        .map(|t| pack.evaluator.evaluate_with(t, state.config.normalize))
+        .collect();
     for d in &decisions {
         state.metrics.observe_decision(d);
     }

@@ -162,17 +162,11 @@ fn blocked_reason(decisions: &[Decision<'_>]) -> Option<String> {
 /// Code points at the end of `clean` (= W(T)) that a continuation of `text`
 /// could still change: what a §11 session holds back after one push of `text`.
 /// `Err` with the session's reason when it fails closed (hold-back limit).
-fn holdback(
-    ev: &Evaluator,
-    text: &str,
-    clean: &str,
-    max_holdback_chars: usize,
-) -> Result<usize, String> {
+fn holdback(ev: &Evaluator, text: &str, clean: &str, opts: StreamOptions) -> Result<usize, String> {
     let mut session = ev.stream(StreamOptions {
         block_on_fatal: false,
         lookahead_chars: 0,
-        max_holdback_chars,
-        ..StreamOptions::default()
+        ..opts
     });
     let released = session.push(text);
     if let Some(b) = session.blocked() {
@@ -188,19 +182,19 @@ fn holdback(
 }
 
 /// Judges a call with one pack: the answer and every text's decision.
-fn judge<'e>(
-    ev: &'e Evaluator,
-    call: &Call,
-    max_holdback_chars: usize,
-) -> (Answer, Vec<Decision<'e>>) {
-    let decisions: Vec<Decision<'e>> = call.texts.iter().map(|t| ev.evaluate(t)).collect();
+fn judge<'e>(ev: &'e Evaluator, call: &Call, opts: StreamOptions) -> (Answer, Vec<Decision<'e>>) {
+    let decisions: Vec<Decision<'e>> = call
+        .texts
+        .iter()
+        .map(|t| ev.evaluate_with(t, opts.normalize))
+        .collect();
     if let Some(reason) = blocked_reason(&decisions) {
         return (blocked(reason), decisions);
     }
     let mut holdbacks = Vec::new();
     if call.input_type == InputType::Response {
         for (text, d) in call.texts.iter().zip(&decisions) {
-            match holdback(ev, text, &d.clean_text, max_holdback_chars) {
+            match holdback(ev, text, &d.clean_text, opts) {
                 Ok(h) => holdbacks.push(h),
                 Err(reason) => return (blocked(reason), decisions),
             }
@@ -254,7 +248,12 @@ fn respond(state: &AppState, generation: &Generation, call: &Call) -> Result<Res
         call.pack_id.as_deref(),
         state.config.default_pack.as_deref(),
     )?;
-    let (answer, decisions) = judge(&pack.evaluator, call, state.config.max_holdback_chars);
+    let opts = StreamOptions {
+        max_holdback_chars: state.config.max_holdback_chars,
+        normalize: state.config.normalize,
+        ..StreamOptions::default()
+    };
+    let (answer, decisions) = judge(&pack.evaluator, call, opts);
     for d in &decisions {
         state.metrics.observe_decision(d);
     }

@@ -22,6 +22,7 @@ pub const HTTP_BUCKETS: &[f64] = &[
 pub struct Metrics {
     registry: Registry,
     evaluations: IntCounterVec,
+    normalized: IntCounterVec,
     triggers: IntCounterVec,
     evaluation_duration: Histogram,
     http_requests: IntCounterVec,
@@ -105,6 +106,16 @@ impl Metrics {
                 IntCounterVec::new(
                     Opts::new("helixor_evaluations_total", "Decisions by pack and action."),
                     &["pack_id", "action"],
+                ),
+            )?,
+            normalized: register(
+                &r,
+                IntCounterVec::new(
+                    Opts::new(
+                        "helixor_normalized_evaluations_total",
+                        "Decisions made on an evasion view that differed from the text (SPEC §15), by pack.",
+                    ),
+                    &["pack_id"],
                 ),
             )?,
             triggers: register(
@@ -214,6 +225,9 @@ impl Metrics {
             self.triggers
                 .with_label_values(&[d.pack_id, t.rule_id, t.severity.as_str()])
                 .inc();
+        }
+        if d.normalized {
+            self.normalized.with_label_values(&[d.pack_id]).inc();
         }
         self.evaluation_duration.observe(d.latency_us / 1e6);
     }

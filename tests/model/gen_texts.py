@@ -1,8 +1,26 @@
 # Generates texts for scripts/differential.sh: words (ASCII and other
 # scripts) and PII-like tokens, hits and near misses, joined by separators.
-# usage: gen_texts.py SEED COUNT > texts.jsonl
+# With a third argument `evasive`, a PII token is often written evasively
+# (SPEC §15): other scripts' digits, full-width forms, joiners, soft hyphens,
+# combining marks after digits.
+# usage: gen_texts.py SEED COUNT [evasive] > texts.jsonl
 import random, json, sys
 random.seed(int(sys.argv[1]))
+evasive = len(sys.argv) > 3 and sys.argv[3] == "evasive"
+def evade(s):
+    how = random.choice(["fullwidth", "arabic", "devanagari", "zwj", "shy", "mark", "zwsp", "as is"])
+    if how == "fullwidth":
+        return "".join(chr(ord(c) + 0xFEE0) if "!" <= c <= "~" else c for c in s)
+    if how in ("arabic", "devanagari"):
+        zero = 0x660 if how == "arabic" else 0x966
+        return "".join(chr(zero + int(c)) if c.isascii() and c.isdigit() else c for c in s)
+    if how == "mark":
+        return s + "\u0301"
+    if how == "as is" or len(s) < 2:
+        return s
+    inv = {"zwj": "\u200d", "shy": "\u00ad", "zwsp": "\u200b"}[how]
+    k = random.randint(1, len(s) - 1)
+    return s[:k] + inv + s[k:]
 words = ["alpha","Beta","ticket","Ticket","running","café","color","colour","SUP","042","singing","wing","ALPHA","hello","the","Überprüfung","café","会議","номер","δοκιμή","report","MRN","rx","EHR","ticket","call","mail","PROJ","ZEUS","TCK","ORD","SUP","CC","ip","host","x","q","ñ","ß","Kelvin","ſ"]
 def pii():
     r = random.random()
@@ -25,6 +43,7 @@ seps = [" ", " ", ", ", "\n", "; ", " — ", "(", ")", ":", "-", "", "/"]
 for i in range(int(sys.argv[2])):
     parts = []
     for _ in range(random.randint(0, 10)):
-        parts.append(pii() if random.random() < 0.5 else random.choice(words))
+        tok = pii() if random.random() < 0.5 else random.choice(words)
+        parts.append(evade(tok) if evasive and random.random() < 0.5 else tok)
         parts.append(random.choice(seps))
     print(json.dumps("".join(parts), ensure_ascii=False))

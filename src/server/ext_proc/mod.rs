@@ -451,6 +451,7 @@ impl Exchange {
                 };
                 let opts = StreamOptions {
                     max_holdback_chars: self.state.config.max_holdback_chars,
+                    normalize: self.state.config.normalize,
                     ..StreamOptions::default()
                 };
                 self.reply = Reply::Stream(Box::new(SseRewriter::new(
@@ -704,7 +705,7 @@ fn judge(
     noted: &mut Option<Noted>,
 ) -> Verdict {
     let mut one = |text: &str| -> Result<Option<String>, Value> {
-        let d = ev.evaluate(text);
+        let d = ev.evaluate_with(text, state.config.normalize);
         state.metrics.observe_decision(&d);
         // As in §12.2: the first decision that redacted speaks, else the first.
         if noted.is_none() || (d.severity.is_some() && noted.as_ref().is_some_and(|n| !n.redacted))

@@ -646,7 +646,7 @@ impl SseRewriter {
         while let Some(v) = stack.pop() {
             match v {
                 Value::String(s) => {
-                    let d = self.ev.evaluate(s);
+                    let d = self.ev.evaluate_with(s, self.opts.normalize);
                     match d.severity {
                         None => {}
                         Some(Severity::Fatal) if self.opts.block_on_fatal => {

@@ -1,4 +1,5 @@
 use super::*;
+use crate::engine::Normalize;
 use crate::playbook::parse_document;
 use crate::rules::check_declarations;
 use serde_json::json;
@@ -14,8 +15,43 @@ fn call(input_type: &str, texts: &[&str]) -> Call {
     parse_call(&json!({"input_type": input_type, "texts": texts, "model": "x"})).unwrap()
 }
 
+fn opts(max_holdback_chars: usize, normalize: Normalize) -> StreamOptions {
+    StreamOptions {
+        max_holdback_chars,
+        normalize,
+        ..StreamOptions::default()
+    }
+}
+
 fn answer_json(ev: &Evaluator, c: &Call) -> Value {
-    serde_json::to_value(judge(ev, c, 65536).0).unwrap()
+    serde_json::to_value(judge(ev, c, opts(65536, Normalize::None)).0).unwrap()
+}
+
+#[test]
+fn engine_normalize_evasion_sees_through_full_width_digits_and_joiners() {
+    let ev = evaluator();
+    let judged = |input: &str, text: &str, n: Normalize| {
+        serde_json::to_value(judge(&ev, &call(input, &[text]), opts(65536, n)).0).unwrap()
+    };
+    let ssn = "SSN １２３-４５-６７８９ on file";
+    assert_eq!(
+        judged("request", ssn, Normalize::None),
+        json!({"action": "NONE"})
+    );
+    assert_eq!(
+        judged("request", ssn, Normalize::Evasion),
+        json!({"action": "BLOCKED", "blocked_reason": format!("{SSN_REASON} (RULE-GLBA-SSN-BLOCK)")})
+    );
+    // A streamed reply: the held-back tail (`now` may still become an
+    // e-mail address) is counted on the original text.
+    assert_eq!(
+        judged(
+            "response",
+            "mail jane\u{200B}@example.com now",
+            Normalize::Evasion
+        ),
+        json!({"action": "GUARDRAIL_INTERVENED", "texts": ["mail [REDACTED_EMAIL] now"], "stream_holdback_chars": [3]})
+    );
 }
 
 const SSN_REASON: &str = "Statutory violation: Social Security Number (GLBA / FCRA) detected";
@@ -201,7 +237,15 @@ fn an_ssn_mid_stream_blocks_before_any_digit_is_sent() {
 fn the_hold_back_limit_fails_closed() {
     let ev = evaluator();
     let long = format!("x {}", "a".repeat(100));
-    let a = serde_json::to_value(judge(&ev, &call("response", &[long.as_str()]), 50).0).unwrap();
+    let a = serde_json::to_value(
+        judge(
+            &ev,
+            &call("response", &[long.as_str()]),
+            opts(50, Normalize::None),
+        )
+        .0,
+    )
+    .unwrap();
     assert_eq!(
         a,
         json!({"action": "BLOCKED", "blocked_reason": crate::engine::HOLDBACK_REASON})
