@@ -356,3 +356,57 @@ fn stream_flag_misuse_is_a_usage_error() {
         assert!(!f.message.is_empty(), "{c:?}");
     }
 }
+
+#[test]
+fn stream_normalize_evasion_sees_through_evasive_values_and_writes_the_original() {
+    let (env, pack) = setup();
+    let evasive =
+        "mail jane\u{200B}@example.com, ｊｏｅ＠ｅｘａｍｐｌｅ．ｃｏｍ or 9\u{301}: café\n";
+    // As written, neither address is one.
+    let (code, out, err) = run_with(&env, &stream_args(&env, &pack, &[]), evasive.as_bytes());
+    assert_eq!((code, out.as_str(), err.as_str()), (Some(0), evasive, ""));
+    let (code, out, err) = run_with(
+        &env,
+        &stream_args(&env, &pack, &["--normalize", "evasion"]),
+        evasive.as_bytes(),
+    );
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(
+        out,
+        "mail [REDACTED_EMAIL], [REDACTED_EMAIL] or 9\u{301}: café\n"
+    );
+    // Full-width digits: blocked, and no digit of the value written.
+    let mut p = Piped::spawn(&env, &stream_args(&env, &pack, &["--normalize", "evasion"]));
+    p.write("ok so far\nSSN １２".as_bytes());
+    assert_eq!(p.read_at_least("ok so far\nSSN ".len()), "ok so far\nSSN ");
+    p.write("３-４５-６７８９ and more".as_bytes());
+    let (code, out, err) = p.finish();
+    assert_eq!(code, Some(6), "{err}");
+    assert_eq!(out, "ok so far\nSSN ");
+    assert_eq!(err, format!("Blocked: {SSN_REASON}\n"));
+}
+
+#[test]
+fn run_normalize_evasion_marks_the_decision_and_spans_the_original() {
+    let (env, pack) = setup();
+    let mut a = args!["run", "--pack", &pack];
+    a.extend(env.lic_args(&env.lic));
+    a.extend(args![
+        "--normalize",
+        "evasion",
+        "--text",
+        "call (２１２) ５５５-０１９９ now"
+    ]);
+    let out = env.output_with(&a, &[], None);
+    assert_eq!(out.status.code(), Some(0));
+    let d: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(d["action"], "redact_and_permit_contact_pii");
+    assert_eq!(d["clean_text"], "call [REDACTED_PHONE] now");
+    assert_eq!(d["triggers"][0]["spans"], serde_json::json!([[5, 19]]));
+    assert_eq!(d["normalized"], true);
+    // An unknown mode is a usage error (exit 2).
+    let mut a = args!["run", "--pack", &pack];
+    a.extend(env.lic_args(&env.lic));
+    a.extend(args!["--normalize", "nfkc", "--text", "x"]);
+    assert_eq!(env.output_with(&a, &[], None).status.code(), Some(2));
+}

@@ -95,6 +95,25 @@ fn token() -> impl Strategy<Value = String> {
     ]
 }
 
+/// Tokens the evasion view leaves as they are: NFC words of several
+/// scripts and ASCII values.
+fn plain_token() -> impl Strategy<Value = String> {
+    prop_oneof![
+        Just("Überprüfung".to_string()),
+        Just("会議".to_string()),
+        Just("Ещё".to_string()),
+        Just("한국어".to_string()),
+        Just("café".to_string()),
+        Just("Secretary".to_string()),
+        "[a-z]{1,8}@[a-z]{1,6}\\.com",
+        "[0-9]{3}-[0-9]{2}-[0-9]{4,5}",
+        "4111[ -]?1111[ -]?1111[ -]?111[0-9]",
+        "TCK-[0-9]{5,7}",
+        "(MRN|rx|EHR)[:-]? ?[0-9]{5,11}",
+        "[a-zA-Zéß会議Ещё]{1,9}",
+    ]
+}
+
 fn separator() -> impl Strategy<Value = &'static str> {
     prop_oneof![
         Just(" "),
@@ -198,6 +217,31 @@ proptest! {
                 if !fatal {
                     prop_assert_eq!(&released, &d.clean_text);
                 }
+            }
+        }
+    }
+
+    /// SPEC §15: on a text the evasion view leaves as it is, `evasion`
+    /// decides exactly as `none` (latency aside); texts of NFC words and
+    /// ASCII values are such texts.
+    #[test]
+    fn evasion_decides_as_none_where_the_view_is_the_text(
+        any_text in text(),
+        plain in proptest::collection::vec((plain_token(), separator()), 0..10), which in 0usize..2,
+    ) {
+        let e = &evaluators()[which];
+        let plain: String = plain.iter().map(|(t, s)| format!("{t}{s}")).collect();
+        for (t, must_be_plain) in [(&any_text, false), (&plain, true)] {
+            let mut a = e.evaluate(t);
+            let mut b = e.evaluate_with(t, Normalize::Evasion);
+            prop_assert!(!a.normalized);
+            if must_be_plain {
+                prop_assert!(!b.normalized, "{:?} has nothing to normalize", t);
+            }
+            if !b.normalized {
+                a.latency_us = 0.0;
+                b.latency_us = 0.0;
+                prop_assert_eq!(a, b);
             }
         }
     }
