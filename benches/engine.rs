@@ -53,6 +53,28 @@ fn evaluator() -> Evaluator {
     Evaluator::new("bench.ten_rules.v1", "1.0.0", &rules).unwrap()
 }
 
+/// `HELIXOR_BENCH_ONCE=CASE:MODE` (MODE `none` or `evasion`; CASE a case
+/// name below, or `start` for none at all): evaluates that payload
+/// `HELIXOR_BENCH_REPEAT` times (default 1000) and exits, for instruction
+/// counts under `valgrind --tool=callgrind` (subtract the `start` run).
+fn once(e: &Evaluator, cases: &[(&str, String)]) -> bool {
+    let Ok(spec) = std::env::var("HELIXOR_BENCH_ONCE") else {
+        return false;
+    };
+    let (case, mode) = spec.split_once(':').unwrap_or((spec.as_str(), "none"));
+    let mode: Normalize = mode.parse().unwrap();
+    let repeat: usize = std::env::var("HELIXOR_BENCH_REPEAT")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(1000);
+    if let Some((_, text)) = cases.iter().find(|(n, _)| *n == case) {
+        for _ in 0..repeat {
+            black_box(e.evaluate_with(black_box(text), mode));
+        }
+    }
+    true
+}
+
 fn bench(c: &mut Criterion) {
     let e = evaluator();
     let cases = [
@@ -66,6 +88,12 @@ fn bench(c: &mut Criterion) {
             format!("{half} écrivez à ops@example.com ou 212-555-0199 {half}")
         }),
     ];
+    let evasive = fill(EVASIVE, 1024);
+    let mut all: Vec<(&str, String)> = cases.iter().map(|(n, t)| (*n, t.clone())).collect();
+    all.push(("evasive_pii_1k", evasive.clone()));
+    if once(&e, &all) {
+        return;
+    }
     // Sanity: the clean payloads really are clean, the dense one is not.
     assert_eq!(e.evaluate(&cases[0].1).action, "permit_clean_payload");
     assert_eq!(e.evaluate(&cases[1].1).action, "permit_clean_payload");
@@ -84,7 +112,6 @@ fn bench(c: &mut Criterion) {
 
     // SPEC §15: the same payloads, and PII written evasively, with and
     // without the evasion view.
-    let evasive = fill(EVASIVE, 1024);
     assert_eq!(e.evaluate(&evasive).action, "permit_clean_payload");
     assert_ne!(
         e.evaluate_with(&evasive, Normalize::Evasion).action,

@@ -9,7 +9,7 @@ mod common;
 
 use common::fill;
 use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use helixor::engine::StreamOptions;
+use helixor::engine::{Normalize, StreamOptions};
 use helixor::playbook::parse_document;
 use helixor::rules::check_declarations;
 use helixor::Evaluator;
@@ -80,14 +80,19 @@ fn mean_holdback(e: &Evaluator, parts: &[&str], opts: StreamOptions) -> f64 {
 /// `HELIXOR_BENCH_ONCE=eval|N|none`: one evaluation, or one session in
 /// N-byte pieces, of the 1 MiB reply, then exit: for instruction counts
 /// under `valgrind --tool=callgrind` (subtract the `none` run's count).
+/// `HELIXOR_BENCH_NORMALIZE=evasion` runs both through the SPEC §15 view.
 fn once() -> bool {
     let Ok(mode) = std::env::var("HELIXOR_BENCH_ONCE") else {
         return false;
     };
     let e = evaluator();
     let mib = fill(REPLY, 1024 * 1024);
+    let normalize: Normalize = std::env::var("HELIXOR_BENCH_NORMALIZE")
+        .map_or(Ok(Normalize::None), |n| n.parse())
+        .unwrap();
     let opts = StreamOptions {
         block_on_fatal: false,
+        normalize,
         ..StreamOptions::default()
     };
     // `HELIXOR_BENCH_REPEAT=N` repeats the run, for `perf record`.
@@ -98,7 +103,7 @@ fn once() -> bool {
     match mode.as_str() {
         "eval" => {
             for _ in 0..repeat {
-                black_box(e.evaluate(&mib));
+                black_box(e.evaluate_with(&mib, normalize));
             }
         }
         "none" => {}

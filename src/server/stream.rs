@@ -9,7 +9,7 @@ use super::routes::{
     as_object, choose, read_json, serving, text_and_pack, type_name, ApiError, AppStateRef,
 };
 use super::AppState;
-use crate::engine::{Severity, StreamOptions};
+use crate::engine::{Normalize, Severity, StreamOptions};
 use crate::pack::LoadedPack;
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
@@ -58,9 +58,28 @@ fn uint_field(obj: &Map<String, Value>, key: &str, min: u64) -> Result<Option<us
     }
 }
 
+/// The request's `"normalize"` (SPEC §15): `none` or `evasion`; absent or
+/// null, the server's `engine.normalize`.
+pub(super) fn normalize_field(
+    obj: &Map<String, Value>,
+    default: Normalize,
+) -> Result<Normalize, String> {
+    match obj.get("normalize") {
+        None | Some(Value::Null) => Ok(default),
+        Some(Value::String(s)) => s
+            .parse()
+            .map_err(|_| format!("`normalize` must be \"none\" or \"evasion\", not {s:?}")),
+        Some(other) => Err(format!(
+            "`normalize` must be a string, not {}",
+            type_name(other)
+        )),
+    }
+}
+
 fn stream_request(
     obj: &Map<String, Value>,
     max_holdback_chars: usize,
+    normalize: Normalize,
 ) -> Result<StreamRequest, String> {
     let chunk_size = uint_field(obj, "chunk_size", 1)?.unwrap_or(DEFAULT_CHUNK_SIZE);
     let lookahead_chars = uint_field(obj, "lookahead_chars", 0)?.unwrap_or(0);
@@ -80,7 +99,7 @@ fn stream_request(
             block_on_fatal,
             lookahead_chars,
             max_holdback_chars,
-            ..StreamOptions::default()
+            normalize: normalize_field(obj, normalize)?,
         },
     })
 }
@@ -93,7 +112,7 @@ pub(super) async fn evaluate_stream(State(state): State<AppStateRef>, req: Reque
     };
     let parsed = as_object(&body, "the body").and_then(|obj| {
         let (text, pack_id) = text_and_pack(obj)?;
-        let request = stream_request(obj, state.config.max_holdback_chars)?;
+        let request = stream_request(obj, state.config.max_holdback_chars, state.config.normalize)?;
         Ok((text.to_string(), pack_id.map(str::to_string), request))
     });
     let (text, pack_id, request) = match parsed {
@@ -183,6 +202,9 @@ struct DoneEvent<'a> {
     pack_id: &'a str,
     generation: u64,
     latency_us: f64,
+    /// SPEC §15: present (true) when the evasion view differed from the text.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    normalized: bool,
 }
 
 fn event(value: &impl Serialize) -> Bytes {
@@ -261,7 +283,7 @@ fn run_session(
             return;
         }
     }
-    let decision = pack.evaluator.evaluate(text);
+    let decision = pack.evaluator.evaluate_with(text, request.opts.normalize);
     let latency_us = started.elapsed().saturating_sub(sending).as_secs_f64() * 1e6;
     let blocked = session.blocked().is_some();
     state.metrics.observe_decision(&decision);
@@ -275,6 +297,7 @@ fn run_session(
         pack_id: decision.pack_id,
         generation: generation.number,
         latency_us,
+        normalized: decision.normalized,
     });
     send(done);
 }
@@ -290,7 +313,7 @@ mod tests {
 
     #[test]
     fn options_default_and_validate() {
-        let r = stream_request(&obj(json!({"text": "x"})), 9).unwrap();
+        let r = stream_request(&obj(json!({"text": "x"})), 9, Normalize::None).unwrap();
         assert_eq!(r.chunk_size, 16);
         assert_eq!(
             r.opts,
@@ -304,6 +327,7 @@ mod tests {
         let r = stream_request(
             &obj(json!({"chunk_size": 4, "block_on_fatal": false, "lookahead_chars": 28})),
             9,
+            Normalize::None,
         )
         .unwrap();
         assert_eq!(
@@ -313,12 +337,35 @@ mod tests {
         let r = stream_request(
             &obj(json!({"chunk_size": 4.0, "block_on_fatal": null, "lookahead_chars": null})),
             9,
+            Normalize::None,
         )
         .unwrap();
         assert_eq!(
             (r.chunk_size, r.opts.block_on_fatal, r.opts.lookahead_chars),
             (4, true, 0)
         );
+        // `normalize`: the request's, else the server's.
+        for (body, default, want) in [
+            (json!({}), Normalize::Evasion, Normalize::Evasion),
+            (
+                json!({"normalize": null}),
+                Normalize::Evasion,
+                Normalize::Evasion,
+            ),
+            (
+                json!({"normalize": "none"}),
+                Normalize::Evasion,
+                Normalize::None,
+            ),
+            (
+                json!({"normalize": "evasion"}),
+                Normalize::None,
+                Normalize::Evasion,
+            ),
+        ] {
+            let r = stream_request(&obj(body), 9, default).unwrap();
+            assert_eq!(r.opts.normalize, want);
+        }
         for (body, msg) in [
             (
                 json!({"chunk_size": 0}),
@@ -356,8 +403,19 @@ mod tests {
                 json!({"block_on_fatal": "yes"}),
                 "`block_on_fatal` must be a boolean, not a string",
             ),
+            (
+                json!({"normalize": "nfkc"}),
+                "`normalize` must be \"none\" or \"evasion\", not \"nfkc\"",
+            ),
+            (
+                json!({"normalize": true}),
+                "`normalize` must be a string, not a boolean",
+            ),
         ] {
-            assert_eq!(stream_request(&obj(body), 9).unwrap_err(), msg);
+            assert_eq!(
+                stream_request(&obj(body), 9, Normalize::None).unwrap_err(),
+                msg
+            );
         }
     }
 }
