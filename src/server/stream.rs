@@ -5,14 +5,13 @@
 //! holds text the session did not release.
 
 use super::generation::Generation;
-use super::routes::{
-    as_object, choose, read_json, serving, text_and_pack, type_name, ApiError, AppStateRef,
-};
+use super::routes::{choose, serving, ApiError, AppStateRef, EvaluateBody};
 use super::AppState;
 use crate::engine::{Severity, StreamOptions};
 use crate::pack::LoadedPack;
+use crate::request::type_name;
 use axum::body::{Body, Bytes};
-use axum::extract::{Request, State};
+use axum::extract::State;
 use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE};
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -85,32 +84,21 @@ fn stream_request(
 }
 
 /// The handler of `POST /v1/evaluate/stream`.
-pub(super) async fn evaluate_stream(State(state): State<AppStateRef>, req: Request) -> Response {
-    let body = match read_json(req, state.config.limits.max_body_bytes).await {
-        Ok(b) => b,
-        Err(e) => return e.into_response(),
-    };
-    let parsed = as_object(&body, "the body").and_then(|obj| {
-        let (text, pack_id) = text_and_pack(obj)?;
-        let request = stream_request(obj, state.config.max_holdback_chars)?;
-        Ok((text.to_string(), pack_id.map(str::to_string), request))
-    });
-    let (text, pack_id, request) = match parsed {
-        Ok(x) => x,
-        Err(m) => return ApiError::bad_request(m).into_response(),
-    };
-    let generation = match serving(&state) {
-        Ok(g) => g,
-        Err(e) => return e.into_response(),
-    };
-    let pack_id = match choose(
+pub(super) async fn evaluate_stream(
+    State(state): State<AppStateRef>,
+    body: EvaluateBody,
+) -> Result<Response, ApiError> {
+    let request = stream_request(&body.rest, state.config.max_holdback_chars)
+        .map_err(ApiError::bad_request)?;
+    let text = body.request.text;
+    let generation = serving(&state)?;
+    let pack_id = choose(
         &generation,
-        pack_id.as_deref(),
+        body.request.pack_id.as_deref(),
         state.config.default_pack.as_deref(),
-    ) {
-        Ok(p) => p.pack_id.clone(),
-        Err(e) => return e.into_response(),
-    };
+    )?
+    .pack_id
+    .clone();
     let (tx, rx) = tokio::sync::mpsc::channel::<Bytes>(EVENT_BUFFER);
     let state = Arc::clone(&state);
     let runtime = tokio::runtime::Handle::current();
@@ -138,7 +126,7 @@ pub(super) async fn evaluate_stream(State(state): State<AppStateRef>, req: Reque
     headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     // Proxies such as nginx would otherwise buffer the whole stream.
     headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
-    resp
+    Ok(resp)
 }
 
 /// A release event (fields in the order of SPEC §11.2).
