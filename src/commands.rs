@@ -14,6 +14,7 @@ use crate::manifest;
 use crate::pack::{load_pack_file, LoadedPack};
 use crate::playbook;
 use crate::policy_test::{self, Loader, TestFile};
+use crate::request::{self, EvaluateRequest};
 use crate::rules::check_declarations;
 use crate::{Error, PackError};
 use serde_json::{json, Value};
@@ -353,9 +354,8 @@ fn jsonl_decision<'p>(
     default_id: Option<&str>,
     normalize: Normalize,
 ) -> Result<Decision<'p>, (ErrorName, String)> {
-    let (payload, pack_id) =
-        jsonl_request(line).map_err(|m| (ErrorName::InvalidRequestError, m))?;
-    let chosen = pack_id.as_deref().or(default_id);
+    let request = jsonl_request(line).map_err(|m| (ErrorName::InvalidRequestError, m))?;
+    let chosen = request.pack_id.as_deref().or(default_id);
     if chosen.is_none() && packs.len() > 1 {
         return Err((
             ErrorName::InvalidRequestError,
@@ -366,32 +366,26 @@ fn jsonl_decision<'p>(
         ));
     }
     let pack = choose_pack(packs, chosen).map_err(|e| (e.name(), e.to_string()))?;
-    Ok(pack.evaluator.evaluate_with(&payload, normalize))
+    Ok(pack
+        .evaluator
+        .evaluate_with(&request.text, request.normalize.unwrap_or(normalize)))
 }
 
-/// Reads one `--jsonl` line: a JSON string, or `{"text", "pack_id"?}`.
-fn jsonl_request(line: &[u8]) -> Result<(String, Option<String>), String> {
-    let text = std::str::from_utf8(line).map_err(|_| "line is not valid UTF-8".to_string())?;
-    let value: Value =
-        serde_json::from_str(text).map_err(|e| format!("line is not valid JSON: {e}"))?;
-    let (payload, pack_id) = match value {
-        Value::String(s) => (s, None),
-        Value::Object(mut m) => {
-            let payload = match m.remove("text") {
-                Some(Value::String(s)) => s,
-                Some(_) => return Err("`text` is not a string".into()),
-                None => return Err("object has no `text`".into()),
-            };
-            let pack_id = match m.remove("pack_id") {
-                None | Some(Value::Null) => None,
-                Some(Value::String(s)) => Some(s),
-                Some(_) => return Err("`pack_id` is not a string".into()),
-            };
-            (payload, pack_id)
-        }
-        _ => return Err("line is neither a JSON string nor an object with `text`".into()),
-    };
-    Ok((payload, pack_id))
+/// Reads one `--jsonl` line: a JSON string, or an object read as the HTTP
+/// routes read theirs ([`EvaluateRequest::take_from`], a key twice refused).
+fn jsonl_request(line: &[u8]) -> Result<EvaluateRequest, String> {
+    if std::str::from_utf8(line).is_err() {
+        return Err("line is not valid UTF-8".into());
+    }
+    match request::parse_strict(line).map_err(|e| format!("line is not valid JSON: {e}"))? {
+        Value::String(text) => Ok(EvaluateRequest {
+            text,
+            pack_id: None,
+            normalize: None,
+        }),
+        Value::Object(mut obj) => EvaluateRequest::take_from(&mut obj),
+        _ => Err("line is neither a JSON string nor an object with `text`".into()),
+    }
 }
 
 fn run_jsonl(
@@ -640,7 +634,7 @@ pub fn manifest(
     }
     let text = json_pretty(&manifest::manifest(entries));
     match out_file {
-        Some(f) => crate::container::write_atomic(f, text.as_bytes())
+        Some(f) => crate::atomic::write_atomic(f, text.as_bytes())
             .map_err(|e| Error::Io(format!("cannot write manifest {}: {e}", f.display()))),
         None => write_out(out, &text),
     }
@@ -688,7 +682,7 @@ pub fn test(args: &TestArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result
         .collect();
     let coverage = args.coverage.then(|| policy_test::coverage(&results));
     if let Some(path) = &args.junit {
-        crate::container::write_atomic(path, policy_test::report::junit(&results).as_bytes())
+        crate::atomic::write_atomic(path, policy_test::report::junit(&results).as_bytes())
             .map_err(|e| Error::Io(format!("cannot write JUnit report {}: {e}", path.display())))?;
     }
     if args.json {
@@ -727,6 +721,130 @@ pub fn download_pack(
             d.bytes
         ),
     )
+}
+
+/// `license keygen`: an issuer key pair `DIR/ID.key` (mode 0600) and
+/// `DIR/ID.pub`; prints where they went and the public key.
+pub fn license_keygen(key_id: &str, dir: &Path, out: &mut dyn Write) -> Result<u8, Error> {
+    // The id becomes a file name: refused as a usage error (exit 2) before
+    // anything is written.
+    if key_id.is_empty() || key_id.starts_with('.') || key_id.contains(['/', '\\']) {
+        return Err(Error::Usage(format!(
+            "--key-id `{key_id}` is not usable as a file name"
+        )));
+    }
+    let kg = license::keygen(key_id, dir)?;
+    let _ = writeln!(
+        out,
+        "wrote {} (secret, keep it offline) and {} (public key {})",
+        kg.secret_path.display(),
+        kg.public_path.display(),
+        kg.public_key
+    );
+    Ok(0)
+}
+
+/// `license issue` as given on the command line: lists may be repeated or
+/// comma-separated, times are RFC 3339 text.
+#[derive(Debug, Clone)]
+pub struct IssueArgs {
+    /// `--issuer-key`, the secret key file.
+    pub issuer_key: PathBuf,
+    /// `--license-id`.
+    pub license_id: String,
+    /// `--licensee`.
+    pub licensee: String,
+    /// `--tier`.
+    pub tier: String,
+    /// `--packs` globs.
+    pub packs: Vec<String>,
+    /// `--solvers` globs.
+    pub solvers: Vec<String>,
+    /// `--features`.
+    pub features: Vec<String>,
+    /// `--not-before` (default: now, to the second).
+    pub not_before: Option<String>,
+    /// `--days` from `not_before` (default 365; not with `--not-after`).
+    pub days: Option<u32>,
+    /// `--not-after`.
+    pub not_after: Option<String>,
+    /// `--out`.
+    pub out: PathBuf,
+}
+
+/// Items of repeatable, comma-separated flags, trimmed, empty ones dropped.
+fn split_list(items: &[String]) -> Vec<String> {
+    items
+        .iter()
+        .flat_map(|s| s.split(','))
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(String::from)
+        .collect()
+}
+
+fn parse_time_flag(flag: &str, value: &str) -> Result<OffsetDateTime, Error> {
+    license::parse_time(value)
+        .ok_or_else(|| Error::Usage(format!("{flag} `{value}` is not an RFC 3339 time")))
+}
+
+/// `license issue`: the validity window from the flags (a window that ends
+/// before it starts is a usage error), then a signed license with a fresh
+/// content key; prints where it went and its window, never the key.
+pub fn license_issue(args: &IssueArgs, out: &mut dyn Write) -> Result<u8, Error> {
+    // Whole seconds: the license's times are printed and signed to the second.
+    let now = OffsetDateTime::now_utc()
+        .replace_nanosecond(0)
+        .unwrap_or(OffsetDateTime::now_utc());
+    let not_before = match &args.not_before {
+        Some(t) => parse_time_flag("--not-before", t)?,
+        None => now,
+    };
+    let not_after = match &args.not_after {
+        Some(t) => parse_time_flag("--not-after", t)?,
+        None => not_before + time::Duration::days(i64::from(args.days.unwrap_or(365))),
+    };
+    if not_after <= not_before {
+        return Err(Error::Usage(format!(
+            "the license would end ({}) before it starts ({})",
+            format_time(not_after),
+            format_time(not_before)
+        )));
+    }
+    let req = license::IssueRequest {
+        issuer_key: args.issuer_key.clone(),
+        license_id: args.license_id.clone(),
+        licensee: args.licensee.clone(),
+        tier: args.tier.clone(),
+        packs: split_list(&args.packs),
+        solvers: split_list(&args.solvers),
+        features: split_list(&args.features),
+        not_before,
+        not_after,
+        issued_at: now,
+        out: args.out.clone(),
+    };
+    license::issue_license(&req)?;
+    let _ = writeln!(
+        out,
+        "wrote license {} to {} (valid {} to {})",
+        args.license_id,
+        args.out.display(),
+        format_time(not_before),
+        format_time(not_after)
+    );
+    Ok(0)
+}
+
+/// `healthcheck URL`: 0 when the probe answers healthy, else 1 with why on `err`.
+pub fn healthcheck(url: &str, err: &mut dyn Write) -> u8 {
+    match crate::server::healthcheck::check(url) {
+        Ok(()) => 0,
+        Err(why) => {
+            let _ = writeln!(err, "healthcheck {url}: {why}");
+            1
+        }
+    }
 }
 
 /// Renders an error as SPEC §4.3 prescribes, in text or as one JSON object.

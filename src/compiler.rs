@@ -7,8 +7,9 @@
 //! seals for any number of licenses (the catalog compiles once at start-up
 //! and seals per request, SPEC §14).
 
+use crate::atomic::write_atomic;
 use crate::canonical;
-use crate::container::{self, write_atomic, PackError};
+use crate::container::{self, PackError};
 use crate::crypto::sha256_hex;
 use crate::license::License;
 use crate::playbook::{self, PlaybookError, MAX_PLAYBOOK_BYTES};

@@ -4,8 +4,7 @@
 
 use crate::crypto::{sha256, PackKey};
 use crate::error::{ErrorName, Named};
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use zeroize::Zeroizing;
 
 /// The four magic bytes at offset 0.
@@ -212,35 +211,6 @@ pub fn read_pack_file(path: &Path) -> Result<Vec<u8>, PackError> {
             "{name}: pack is over the {MAX_PACK_BYTES}-byte limit"
         )),
     })
-}
-
-/// Writes `bytes` to a temporary file beside `path`, syncs it and renames it
-/// into place, so a reader never sees half a file.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let file_name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let suffix = hex::encode(crate::crypto::random_bytes::<6>().map_err(std::io::Error::other)?);
-    let tmp = dir.join(format!(".{file_name}.{suffix}.tmp"));
-    let result = (|| {
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        drop(f);
-        std::fs::rename(&tmp, path)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
 }
 
 #[cfg(test)]

@@ -133,7 +133,16 @@ impl ErrorName {
             | Self::PackUnsealError
             | Self::PackIntegrityError
             | Self::PackNotFoundError => 5,
-            _ => 1,
+            // Every other name has its arm too: a new name must be given a
+            // code here, it cannot become 1 unseen.
+            Self::InvalidRequestError
+            | Self::UnauthorizedError
+            | Self::NotFoundError
+            | Self::MethodNotAllowedError
+            | Self::PayloadTooLargeError
+            | Self::UnsupportedMediaTypeError
+            | Self::ServiceUnavailableError
+            | Self::IoError => 1,
         }
     }
 }

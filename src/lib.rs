@@ -3,9 +3,9 @@
 //!
 //! Layers, each depending only on those before it:
 //!
-//! - [`error`], [`capped`], [`canonical`], [`glob`], [`crypto`], [`container`]:
-//!   names and exit codes, size-capped reads, canonical JSON, license globs,
-//!   keys and AEAD, the `.hxpack` layout;
+//! - [`error`], [`capped`], [`canonical`], [`glob`], [`crypto`], [`atomic`],
+//!   [`container`]: names and exit codes, size-capped reads, canonical JSON,
+//!   license globs, keys and AEAD, atomic file writes, the `.hxpack` layout;
 //! - [`license`]: parsing, verification, the validity window, issuing;
 //! - [`playbook`], [`pattern`], [`builtins`], [`rules`], [`compiler`],
 //!   [`manifest`]: YAML playbooks, regexes, the example pack's declarations,
@@ -15,11 +15,14 @@
 //! - [`pack`]: load-time checks that turn a file into an engine;
 //! - [`policy_test`]: policy tests (`*.test.yaml`) run through the compiler
 //!   or the pack loader and the engine, with text, JSON and JUnit reports;
+//! - [`request`]: the `{text, pack_id}` evaluation request, parsed once for
+//!   the CLI and the server (strict JSON: a key twice is refused);
 //! - [`commands`]: the `helixor-pack` subcommands (the binary only parses flags);
 //! - [`server`]: serve mode (SPEC §9): configuration, generations, hot reload, the HTTP API;
 //! - [`catalog`]: catalog packs (SPEC §14): a vendor's catalog server that
 //!   seals its playbooks per license, and the `download-pack` client.
 
+pub mod atomic;
 pub mod builtins;
 pub mod canonical;
 pub mod capped;
@@ -37,6 +40,7 @@ pub mod pack;
 pub mod pattern;
 pub mod playbook;
 pub mod policy_test;
+pub mod request;
 pub mod rules;
 pub mod server;
 

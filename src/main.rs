@@ -1,9 +1,10 @@
 //! `helixor-pack`: parses flags and dispatches to `helixor::commands`.
 
 use clap::{ArgMatches, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
-use helixor::commands::{self, LicenseArgs, ManifestSource, RunArgs, RunInput, TestArgs};
+use helixor::commands::{
+    self, IssueArgs, LicenseArgs, ManifestSource, RunArgs, RunInput, TestArgs,
+};
 use helixor::engine::StreamOptions;
-use helixor::license::{self, IssueRequest};
 use helixor::{Error, Named};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -286,27 +287,12 @@ enum LicenseCommand {
     },
 }
 
-fn split_list(items: &[String]) -> Vec<String> {
-    items
-        .iter()
-        .flat_map(|s| s.split(','))
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(String::from)
-        .collect()
-}
-
 /// `--max-holdback-chars`: a count of at least 1 (as `stream.max_holdback_chars`).
 fn parse_holdback(s: &str) -> Result<usize, String> {
     match s.parse::<usize>() {
         Ok(n) if n >= 1 => Ok(n),
         _ => Err(format!("`{s}` is not an integer ≥ 1")),
     }
-}
-
-fn parse_time_flag(flag: &str, value: &str) -> Result<time::OffsetDateTime, Error> {
-    license::parse_time(value)
-        .ok_or_else(|| Error::Usage(format!("{flag} `{value}` is not an RFC 3339 time")))
 }
 
 /// Restores the command-line order of interleaved `--playbook` and `--pack`.
@@ -486,33 +472,10 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, Error> {
             }
             helixor::catalog::server::serve(&opts)
         }
-        Command::Healthcheck { url } => match helixor::server::healthcheck::check(&url) {
-            Ok(()) => Ok(0),
-            Err(why) => {
-                use std::io::Write;
-                let _ = writeln!(err, "healthcheck {url}: {why}");
-                Ok(1)
-            }
-        },
+        Command::Healthcheck { url } => Ok(commands::healthcheck(&url, &mut err)),
         Command::License {
             command: LicenseCommand::Keygen { key_id, out: dir },
-        } => {
-            if key_id.is_empty() || key_id.starts_with('.') || key_id.contains(['/', '\\']) {
-                return Err(Error::Usage(format!(
-                    "--key-id `{key_id}` is not usable as a file name"
-                )));
-            }
-            let kg = license::keygen(&key_id, &dir)?;
-            use std::io::Write;
-            let _ = writeln!(
-                out,
-                "wrote {} (secret, keep it offline) and {} (public key {})",
-                kg.secret_path.display(),
-                kg.public_path.display(),
-                kg.public_key
-            );
-            Ok(0)
-        }
+        } => commands::license_keygen(&key_id, &dir, &mut out),
         Command::License {
             command:
                 LicenseCommand::Issue {
@@ -528,49 +491,22 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, Error> {
                     not_after,
                     out: out_path,
                 },
-        } => {
-            let now = time::OffsetDateTime::now_utc()
-                .replace_nanosecond(0)
-                .unwrap_or(time::OffsetDateTime::now_utc());
-            let not_before = match not_before {
-                Some(t) => parse_time_flag("--not-before", &t)?,
-                None => now,
-            };
-            let not_after = match not_after {
-                Some(t) => parse_time_flag("--not-after", &t)?,
-                None => not_before + time::Duration::days(i64::from(days.unwrap_or(365))),
-            };
-            if not_after <= not_before {
-                return Err(Error::Usage(format!(
-                    "the license would end ({}) before it starts ({})",
-                    license::format_time(not_after),
-                    license::format_time(not_before)
-                )));
-            }
-            let req = IssueRequest {
+        } => commands::license_issue(
+            &IssueArgs {
                 issuer_key,
-                license_id: license_id.clone(),
+                license_id,
                 licensee,
                 tier,
-                packs: split_list(&packs),
-                solvers: split_list(&solvers),
-                features: split_list(&features),
+                packs,
+                solvers,
+                features,
                 not_before,
+                days,
                 not_after,
-                issued_at: now,
-                out: out_path.clone(),
-            };
-            license::issue_license(&req)?;
-            use std::io::Write;
-            let _ = writeln!(
-                out,
-                "wrote license {license_id} to {} (valid {} to {})",
-                out_path.display(),
-                license::format_time(not_before),
-                license::format_time(not_after)
-            );
-            Ok(0)
-        }
+                out: out_path,
+            },
+            &mut out,
+        ),
     }
 }
 

@@ -18,7 +18,7 @@ fn yaml(rel: &str) -> Value {
 }
 
 fn served(method: &str, path: &str) -> bool {
-    ROUTES.iter().any(|(m, p)| *m == method && *p == path)
+    ROUTES.iter().any(|r| r.method == method && r.path == path)
 }
 
 /// `http://127.0.0.1:8080/healthz` → (8080, "/healthz").

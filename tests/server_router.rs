@@ -7,7 +7,7 @@ mod server_support;
 use axum::body::{Body, Bytes};
 use axum::http::{HeaderMap, Request, StatusCode};
 use axum::Router;
-use helixor::server::{router, AppState, Config, Generation, Sources, ROUTES};
+use helixor::server::{router, AppState, Config, Generation, Route, Sources, ROUTES};
 use http_body_util::BodyExt;
 use serde_json::{json, Value};
 use server_support::{test_playbook, Fixture, TEST_PACK};
@@ -108,7 +108,7 @@ async fn post_json(app: &Router, path: &str, body: &str) -> Resp {
 #[tokio::test]
 async fn every_route_in_the_table_is_served() {
     let s = setup();
-    for (method, path) in ROUTES {
+    for Route { method, path, .. } in ROUTES {
         let req = Request::builder()
             .method(*method)
             .uri(*path)

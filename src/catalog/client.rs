@@ -25,9 +25,10 @@
 //! before it is sent: nothing goes out for an expired or unverifiable one.
 
 use super::CATALOG_URL_ENV;
-use crate::container::{write_atomic, MAX_PACK_BYTES};
+use crate::atomic::write_atomic;
+use crate::container::MAX_PACK_BYTES;
 use crate::error::ErrorName;
-use crate::license::{self, IssuerKeys, License};
+use crate::license::{License, LicenseArgs};
 use crate::pack::load_pack;
 use crate::{Error, PackError};
 use axum::http::Uri;
@@ -169,13 +170,11 @@ fn unreachable(base: &str, timeout: Duration, e: ureq::Error) -> Error {
 /// Reads the license as SPEC §5 step 1 checks it, keeping its bytes (to
 /// send them) in zeroizing memory.
 fn local_license(req: &DownloadRequest) -> Result<(License, zeroize::Zeroizing<Vec<u8>>), Error> {
-    let path = license::resolve_license_path(req.license.as_deref())?;
-    let bytes = License::read_bytes(&path)?;
-    let lic = License::parse(&bytes, &path.display().to_string())?;
-    let keys = IssuerKeys::resolve(req.issuer_keys.as_deref())?;
-    lic.verify(&keys)?;
-    lic.check_window(OffsetDateTime::now_utc())?;
-    Ok((lic, bytes))
+    let args = LicenseArgs {
+        license: req.license.clone(),
+        issuer_keys: req.issuer_keys.clone(),
+    };
+    Ok(args.load_with_bytes(OffsetDateTime::now_utc())?)
 }
 
 /// The error of a catalog's refusal: its own name and message when the body

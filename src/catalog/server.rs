@@ -24,12 +24,12 @@
 use super::{Catalog, DEFAULT_LISTEN};
 use crate::error::{ErrorName, Named};
 use crate::license::IssuerKeys;
+use crate::request::parse_strict;
 use crate::server::config::{LogConfig, LogFormat};
 use crate::server::listener::{self, ConnLimits};
 use crate::server::routes::{
     check_content_type, drop_unusable_request_id, json_response, layer_error_json, method_label,
-    panic_response, parse_strict, route_table, status_of, ApiError, LayerMessages,
-    REQUEST_ID_HEADER,
+    panic_response, route_table, status_of, ApiError, LayerMessages, Route, REQUEST_ID_HEADER,
 };
 use crate::Error;
 use axum::extract::{MatchedPath, Path, Request, State};
@@ -53,12 +53,34 @@ use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetReques
 use tower_http::timeout::TimeoutLayer;
 use zeroize::{Zeroize, Zeroizing};
 
-/// Every route as `(method, path)`: the router is built from this table and
-/// a test compares it with `openapi-catalog.yaml`.
-pub const ROUTES: &[(&str, &str)] = &[
-    ("GET", "/v1/catalog"),
-    ("POST", "/v1/catalog/packs/{pack_id}"),
-    ("GET", "/healthz"),
+/// A catalog route: no token (the license in the body is the credential),
+/// no concurrency limit of serve mode's, labelled by its template.
+const fn route(
+    method: &'static str,
+    path: &'static str,
+    handler: fn(MethodFilter) -> MethodRouter<CatalogRef>,
+) -> Route<CatalogRef> {
+    Route {
+        method,
+        path,
+        handler,
+        auth_exempt: true,
+        probe: false,
+        gateway: false,
+        label: path,
+        documented: true,
+    }
+}
+
+/// Every route of the catalog: the router and its log labels are built
+/// from this table, and a test compares it with `openapi-catalog.yaml`.
+pub static ROUTES: &[Route<CatalogRef>] = &[
+    route("GET", "/v1/catalog", |f| on(f, list)),
+    route("POST", "/v1/catalog/packs/{pack_id}", |f| on(f, pack)),
+    Route {
+        probe: true,
+        ..route("GET", "/healthz", |f| on(f, healthz))
+    },
 ];
 
 /// Largest request body: a license file (SPEC §2 caps those at 64 KiB).
@@ -193,38 +215,19 @@ pub fn catalog_status(name: ErrorName) -> StatusCode {
 }
 
 fn api_error(e: &Error) -> ApiError {
-    let name = e.name();
-    ApiError::new(catalog_status(name), name, e.to_string())
+    ApiError::with_statuses(e.name(), e.to_string(), catalog_status)
 }
 
-type CatalogRef = Arc<Catalog>;
+/// The catalog's state, as its handlers take it.
+pub type CatalogRef = Arc<Catalog>;
 
-fn endpoint(method: &str, path: &str) -> Option<MethodRouter<CatalogRef>> {
-    let filter = match method {
-        "GET" => MethodFilter::GET,
-        "POST" => MethodFilter::POST,
-        _ => return None,
-    };
-    Some(match path {
-        "/v1/catalog" => on(filter, list),
-        "/v1/catalog/packs/{pack_id}" => on(filter, pack),
-        "/healthz" => on(filter, healthz),
-        _ => return None,
-    })
-}
-
-async fn not_found() -> Response {
-    ApiError::new(
-        StatusCode::NOT_FOUND,
-        ErrorName::NotFoundError,
-        "no such route (see openapi-catalog.yaml)",
-    )
-    .into_response()
+async fn not_found() -> ApiError {
+    ApiError::new(ErrorName::NotFoundError, MESSAGES.not_found)
 }
 
 /// The catalog's application: every route of [`ROUTES`] with the middleware.
 pub fn router(catalog: Arc<Catalog>) -> Router {
-    let app: Router<CatalogRef> = route_table(ROUTES, endpoint);
+    let app: Router<CatalogRef> = route_table(ROUTES);
     app.fallback(not_found)
         .with_state(catalog)
         .layer(TimeoutLayer::with_status_code(
@@ -268,8 +271,8 @@ async fn observe(req: Request, next: Next) -> Response {
     let route = req
         .extensions()
         .get::<MatchedPath>()
-        .and_then(|m| ROUTES.iter().find(|(_, p)| *p == m.as_str()))
-        .map_or("unmatched", |(_, p)| *p);
+        .and_then(|m| ROUTES.iter().find(|r| r.path == m.as_str()))
+        .map_or(crate::server::routes::UNMATCHED_ROUTE, |r| r.label);
     let method = method_label(req.method());
     let request_id = req
         .headers()
@@ -312,7 +315,6 @@ async fn list(State(catalog): State<CatalogRef>) -> Response {
 
 fn too_large() -> ApiError {
     ApiError::new(
-        StatusCode::PAYLOAD_TOO_LARGE,
         ErrorName::PayloadTooLargeError,
         format!("the request body is over the {MAX_BODY_BYTES}-byte limit of a license file"),
     )
@@ -337,7 +339,6 @@ async fn read_license_body(req: Request) -> Result<Zeroizing<Vec<u8>>, ApiError>
     while let Some(chunk) = stream.next().await {
         let chunk = chunk.map_err(|_| {
             ApiError::new(
-                StatusCode::BAD_REQUEST,
                 ErrorName::InvalidRequestError,
                 "the request body could not be read",
             )
@@ -395,7 +396,7 @@ async fn pack(
         )
             .into_response(),
         Err(e) => {
-            note.error = Some(e.name);
+            note.error = Some(e.name());
             let mut resp = e.into_response();
             resp.headers_mut()
                 .insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
@@ -414,7 +415,6 @@ async fn seal_request(
 ) -> Result<Vec<u8>, ApiError> {
     let Path(pack_id) = id.map_err(|_| {
         ApiError::new(
-            StatusCode::BAD_REQUEST,
             ErrorName::InvalidRequestError,
             "the pack id in the path is not valid UTF-8",
         )
@@ -427,7 +427,6 @@ async fn seal_request(
         Ok(mut v) => wipe(&mut v),
         Err(e) => {
             return Err(ApiError::new(
-                StatusCode::BAD_REQUEST,
                 ErrorName::InvalidRequestError,
                 format!("the body is not valid JSON: {e}"),
             ))

@@ -3,13 +3,13 @@
 //! secret seed is held in zeroizing memory and only ever written to `.key`.
 
 use super::{format_time, LicenseError, LICENSE_FORMAT};
+use crate::atomic::{write_atomic, write_atomic_as, Access};
 use crate::canonical;
 use crate::crypto::{random_bytes, ContentKey};
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine as _;
 use ed25519_dalek::{Signer, SigningKey};
 use serde_json::{json, Map, Value};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use time::OffsetDateTime;
 use zeroize::Zeroizing;
@@ -29,37 +29,9 @@ fn io_err(path: &Path, e: impl std::fmt::Display) -> LicenseError {
     LicenseError::Io(format!("cannot write {}: {e}", path.display()))
 }
 
-/// Writes `bytes` to `path` with mode 0600, atomically.
+/// Writes `bytes` to `path` with mode 0600, atomically (key material).
 fn write_private(path: &Path, bytes: &[u8]) -> Result<(), LicenseError> {
-    let dir = path
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let tmp = dir.join(format!(
-        ".{}.{}.tmp",
-        path.file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default(),
-        hex::encode(random_bytes::<6>().map_err(|e| io_err(path, e))?)
-    ));
-    let mut opts = std::fs::OpenOptions::new();
-    opts.write(true).create_new(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        opts.mode(0o600);
-    }
-    let result = (|| -> std::io::Result<()> {
-        let mut f = opts.open(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if let Err(e) = result {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(io_err(path, e));
-    }
-    Ok(())
+    write_atomic_as(path, bytes, Access::Private).map_err(|e| io_err(path, e))
 }
 
 /// Generates an issuer key pair into `dir` as `ID.key` and `ID.pub`.
@@ -85,7 +57,7 @@ pub fn keygen(key_id: &str, dir: &Path) -> Result<KeygenOutput, LicenseError> {
         &secret_path,
         format!("{}\n", secret_json.as_str()).as_bytes(),
     )?;
-    crate::container::write_atomic(&public_path, format!("{public_key}\n").as_bytes())
+    write_atomic(&public_path, format!("{public_key}\n").as_bytes())
         .map_err(|e| io_err(&public_path, e))?;
     Ok(KeygenOutput {
         secret_path,

@@ -346,8 +346,29 @@ impl License {
 
     /// Reads, verifies and window-checks the license at `path` (SPEC §5 step 1).
     pub fn load(path: &Path, keys: &IssuerKeys, now: OffsetDateTime) -> Result<Self, LicenseError> {
-        let lic = Self::read(path)?;
-        lic.verify(keys)?;
+        let bytes = Self::read_bytes(path)?;
+        Self::verified(&bytes, &path.display().to_string(), || Ok(keys), now)
+    }
+
+    /// SPEC §5 step 1, the one path from a license's bytes to a license
+    /// that may open packs, whoever read the bytes (a file, a deployment
+    /// snapshot, a catalog request): parse them (`name` is used in
+    /// messages), then take the issuer keys, verify the signature and check
+    /// the window at `now`. The keys are taken only once the license parsed,
+    /// so an unreadable license is reported before missing keys.
+    pub fn verified<K, E>(
+        bytes: &[u8],
+        name: &str,
+        keys: impl FnOnce() -> Result<K, E>,
+        now: OffsetDateTime,
+    ) -> Result<Self, E>
+    where
+        K: std::borrow::Borrow<IssuerKeys>,
+        E: From<LicenseError>,
+    {
+        let lic = Self::parse(bytes, name)?;
+        let keys = keys()?;
+        lic.verify(keys.borrow())?;
         lic.check_window(now)?;
         Ok(lic)
     }
@@ -393,12 +414,20 @@ pub struct LicenseArgs {
 impl LicenseArgs {
     /// Finds, reads, verifies and window-checks the license (SPEC §5 step 1).
     pub fn load(&self, now: OffsetDateTime) -> Result<License, LicenseError> {
+        self.load_with_bytes(now).map(|(lic, _)| lic)
+    }
+
+    /// [`LicenseArgs::load`], keeping the file's bytes (to send them on) in
+    /// zeroizing memory.
+    pub fn load_with_bytes(
+        &self,
+        now: OffsetDateTime,
+    ) -> Result<(License, Zeroizing<Vec<u8>>), LicenseError> {
         let path = resolve_license_path(self.license.as_deref())?;
-        let lic = License::read(&path)?;
-        let keys = IssuerKeys::resolve(self.issuer_keys.as_deref())?;
-        lic.verify(&keys)?;
-        lic.check_window(now)?;
-        Ok(lic)
+        let bytes = License::read_bytes(&path)?;
+        let keys = || IssuerKeys::resolve(self.issuer_keys.as_deref());
+        let lic = License::verified(&bytes, &path.display().to_string(), keys, now)?;
+        Ok((lic, bytes))
     }
 }
 

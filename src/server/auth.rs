@@ -6,9 +6,6 @@ use crate::Error;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
-/// Routes that never need a token (probes and scraping).
-pub const EXEMPT_ROUTES: &[&str] = &["/healthz", "/readyz", "/metrics", "/v1/health"];
-
 /// The accepted tokens, as SHA-256 digests only.
 #[derive(Clone, PartialEq, Eq)]
 pub struct TokenSet {

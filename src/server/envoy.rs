@@ -7,15 +7,15 @@
 //! puts any part of a payload in an answer, a log or a metric.
 
 use super::generation::Generation;
-use super::litellm::pack_header;
+use super::litellm::PackHeader;
 use super::llm_body::{texts_mut, Direction};
 use super::routes::{
-    choose, json_response, noted, off_workers, parse_strict, read_body, serving, ApiError,
-    AppStateRef,
+    choose, json_response, noted, off_workers, serving, ApiError, AppStateRef, RawBody,
 };
 use super::AppState;
 use crate::engine::{Decision, Severity};
-use axum::extract::{Request, State};
+use crate::request::parse_strict;
+use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::{json, Value};
@@ -76,18 +76,12 @@ pub fn violation_body(d: &Decision<'_>) -> Value {
 }
 
 /// The handler of every method under `/envoy/ext_authz/`.
-pub(super) async fn ext_authz(State(state): State<AppStateRef>, req: Request) -> Response {
-    match check(&state, req).await {
-        Ok(resp) => resp,
-        Err(e) => e.into_response(),
-    }
-}
-
-async fn check(state: &AppStateRef, req: Request) -> Result<Response, ApiError> {
-    let pack_id = pack_header(req.headers())?;
-    let body = read_body(req, state.config.limits.max_body_bytes).await?;
-    let generation = serving(state)?;
-    let state = AppStateRef::clone(state);
+pub(super) async fn ext_authz(
+    State(state): State<AppStateRef>,
+    PackHeader(pack_id): PackHeader,
+    RawBody(body): RawBody,
+) -> Result<Response, ApiError> {
+    let generation = serving(&state)?;
     let bytes = body.len();
     off_workers(bytes, move || {
         judge(&state, &generation, pack_id.as_deref(), &body)

@@ -313,10 +313,8 @@ impl Generation {
     pub fn build(snapshot: Snapshot, number: u64, now: OffsetDateTime) -> Result<Self, Error> {
         let fingerprint = snapshot.fingerprint().unwrap_or_default();
         let (lpath, lbytes) = snapshot.license?;
-        let license = License::parse(&lbytes, &lpath.display().to_string())?;
-        let keys = snapshot.keys?;
-        license.verify(&keys)?;
-        license.check_window(now)?;
+        let keys = || snapshot.keys;
+        let license = License::verified(&lbytes, &lpath.display().to_string(), keys, now)?;
         let files = snapshot.packs?;
         let mut packs: BTreeMap<String, LoadedPack> = BTreeMap::new();
         for (path, bytes) in files {

@@ -17,14 +17,14 @@
 
 use super::generation::Generation;
 use super::routes::{
-    as_object, choose, json_response, noted, off_workers, read_json, serving, type_name, ApiError,
-    AppStateRef,
+    choose, json_response, noted, off_workers, serving, ApiError, AppStateRef, JsonBody,
 };
 use super::AppState;
 use crate::engine::{Decision, Evaluator, Severity, StreamOptions};
-use axum::extract::{Request, State};
+use crate::request::{as_object, type_name};
+use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -118,6 +118,21 @@ pub(super) fn pack_header(headers: &HeaderMap) -> Result<Option<String>, ApiErro
             .to_str()
             .map(|s| Some(s.trim().to_string()))
             .map_err(|_| ApiError::bad_request(format!("the {PACK_HEADER} header is not text"))),
+    }
+}
+
+/// The `x-helixor-pack` header as an extractor: a header that is not text
+/// is a 400 before the body is read.
+pub(super) struct PackHeader(pub Option<String>);
+
+impl<S: Send + Sync> axum::extract::FromRequestParts<S> for PackHeader {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        _state: &S,
+    ) -> Result<Self, ApiError> {
+        pack_header(&parts.headers).map(PackHeader)
     }
 }
 
@@ -224,21 +239,15 @@ fn blocked(reason: String) -> Answer {
 }
 
 /// The handler of `POST /beta/litellm_basic_guardrail_api`.
-pub(super) async fn guardrail(State(state): State<AppStateRef>, req: Request) -> Response {
-    match answer(&state, req).await {
-        Ok(resp) => resp,
-        Err(e) => e.into_response(),
-    }
-}
-
-async fn answer(state: &AppStateRef, req: Request) -> Result<Response, ApiError> {
-    let header_pack = pack_header(req.headers())?;
-    let body = read_json(req, state.config.limits.max_body_bytes).await?;
+pub(super) async fn guardrail(
+    State(state): State<AppStateRef>,
+    PackHeader(header_pack): PackHeader,
+    JsonBody(body): JsonBody,
+) -> Result<Response, ApiError> {
     let mut call = parse_call(&body).map_err(ApiError::bad_request)?;
     call.pack_id = call.pack_id.or(header_pack);
-    let generation = serving(state)?;
+    let generation = serving(&state)?;
     let bytes: usize = call.texts.iter().map(String::len).sum();
-    let state = AppStateRef::clone(state);
     off_workers(bytes, move || respond(&state, &generation, &call)).await
 }
 

@@ -34,7 +34,7 @@ mod stream;
 pub use config::{Config, LogFormat, ServeOptions};
 pub use generation::{Generation, Sources};
 pub use reload::{reload, ReloadOutcome, Trigger};
-pub use routes::{router, ROUTES};
+pub use routes::{router, Route, ROUTES};
 
 use crate::license::format_time;
 use crate::Error;

@@ -5,14 +5,13 @@
 //! holds text the session did not release.
 
 use super::generation::Generation;
-use super::routes::{
-    as_object, choose, read_json, serving, text_and_pack, type_name, ApiError, AppStateRef,
-};
+use super::routes::{choose, serving, ApiError, AppStateRef, EvaluateBody};
 use super::AppState;
 use crate::engine::{Normalize, Severity, StreamOptions};
 use crate::pack::LoadedPack;
+use crate::request::type_name;
 use axum::body::{Body, Bytes};
-use axum::extract::{Request, State};
+use axum::extract::State;
 use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE};
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -58,24 +57,6 @@ fn uint_field(obj: &Map<String, Value>, key: &str, min: u64) -> Result<Option<us
     }
 }
 
-/// The request's `"normalize"` (SPEC §15): `none` or `evasion`; absent or
-/// null, the server's `engine.normalize`.
-pub(super) fn normalize_field(
-    obj: &Map<String, Value>,
-    default: Normalize,
-) -> Result<Normalize, String> {
-    match obj.get("normalize") {
-        None | Some(Value::Null) => Ok(default),
-        Some(Value::String(s)) => s
-            .parse()
-            .map_err(|_| format!("`normalize` must be \"none\" or \"evasion\", not {s:?}")),
-        Some(other) => Err(format!(
-            "`normalize` must be a string, not {}",
-            type_name(other)
-        )),
-    }
-}
-
 fn stream_request(
     obj: &Map<String, Value>,
     max_holdback_chars: usize,
@@ -99,38 +80,28 @@ fn stream_request(
             block_on_fatal,
             lookahead_chars,
             max_holdback_chars,
-            normalize: normalize_field(obj, normalize)?,
+            normalize,
         },
     })
 }
 
 /// The handler of `POST /v1/evaluate/stream`.
-pub(super) async fn evaluate_stream(State(state): State<AppStateRef>, req: Request) -> Response {
-    let body = match read_json(req, state.config.limits.max_body_bytes).await {
-        Ok(b) => b,
-        Err(e) => return e.into_response(),
-    };
-    let parsed = as_object(&body, "the body").and_then(|obj| {
-        let (text, pack_id) = text_and_pack(obj)?;
-        let request = stream_request(obj, state.config.max_holdback_chars, state.config.normalize)?;
-        Ok((text.to_string(), pack_id.map(str::to_string), request))
-    });
-    let (text, pack_id, request) = match parsed {
-        Ok(x) => x,
-        Err(m) => return ApiError::bad_request(m).into_response(),
-    };
-    let generation = match serving(&state) {
-        Ok(g) => g,
-        Err(e) => return e.into_response(),
-    };
-    let pack_id = match choose(
+pub(super) async fn evaluate_stream(
+    State(state): State<AppStateRef>,
+    body: EvaluateBody,
+) -> Result<Response, ApiError> {
+    let normalize = body.request.normalize.unwrap_or(state.config.normalize);
+    let request = stream_request(&body.rest, state.config.max_holdback_chars, normalize)
+        .map_err(ApiError::bad_request)?;
+    let text = body.request.text;
+    let generation = serving(&state)?;
+    let pack_id = choose(
         &generation,
-        pack_id.as_deref(),
+        body.request.pack_id.as_deref(),
         state.config.default_pack.as_deref(),
-    ) {
-        Ok(p) => p.pack_id.clone(),
-        Err(e) => return e.into_response(),
-    };
+    )?
+    .pack_id
+    .clone();
     let (tx, rx) = tokio::sync::mpsc::channel::<Bytes>(EVENT_BUFFER);
     let state = Arc::clone(&state);
     let runtime = tokio::runtime::Handle::current();
@@ -158,7 +129,7 @@ pub(super) async fn evaluate_stream(State(state): State<AppStateRef>, req: Reque
     headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     // Proxies such as nginx would otherwise buffer the whole stream.
     headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
-    resp
+    Ok(resp)
 }
 
 /// A release event (fields in the order of SPEC §11.2).
@@ -344,28 +315,8 @@ mod tests {
             (r.chunk_size, r.opts.block_on_fatal, r.opts.lookahead_chars),
             (4, true, 0)
         );
-        // `normalize`: the request's, else the server's.
-        for (body, default, want) in [
-            (json!({}), Normalize::Evasion, Normalize::Evasion),
-            (
-                json!({"normalize": null}),
-                Normalize::Evasion,
-                Normalize::Evasion,
-            ),
-            (
-                json!({"normalize": "none"}),
-                Normalize::Evasion,
-                Normalize::None,
-            ),
-            (
-                json!({"normalize": "evasion"}),
-                Normalize::None,
-                Normalize::Evasion,
-            ),
-        ] {
-            let r = stream_request(&obj(body), 9, default).unwrap();
-            assert_eq!(r.opts.normalize, want);
-        }
+        let r = stream_request(&obj(json!({})), 9, Normalize::Evasion).unwrap();
+        assert_eq!(r.opts.normalize, Normalize::Evasion);
         for (body, msg) in [
             (
                 json!({"chunk_size": 0}),
@@ -402,14 +353,6 @@ mod tests {
             (
                 json!({"block_on_fatal": "yes"}),
                 "`block_on_fatal` must be a boolean, not a string",
-            ),
-            (
-                json!({"normalize": "nfkc"}),
-                "`normalize` must be \"none\" or \"evasion\", not \"nfkc\"",
-            ),
-            (
-                json!({"normalize": true}),
-                "`normalize` must be a string, not a boolean",
             ),
         ] {
             assert_eq!(

@@ -28,9 +28,10 @@ use super::envoy::{violation_body, ACTION_HEADER, RECEIPT_HEADER};
 use super::generation::Generation;
 use super::litellm::PACK_HEADER;
 use super::llm_body::{texts_mut, Direction};
-use super::routes::{choose, parse_strict, serving, ApiError, API_KEY_HEADER};
+use super::routes::{choose, serving, ApiError, API_KEY_HEADER};
 use super::AppState;
 use crate::engine::{Evaluator, Severity, StreamOptions};
+use crate::request::parse_strict;
 use crate::ErrorName;
 use axum::http::StatusCode;
 use envoy_types::pb::envoy::config::core::v3::{
@@ -67,8 +68,9 @@ pub const ROUTE_RESPONSE: &str = "ext_proc:response";
 const INLINE_BYTES: usize = super::routes::INLINE_BYTES;
 /// Answers queued towards Envoy per stream.
 const ANSWER_BUFFER: usize = 16;
-/// How long a new stream waits for a `limits.max_concurrency` slot.
-const QUEUE_WAIT: Duration = Duration::from_millis(250);
+/// How long a new stream waits for a `limits.max_concurrency` slot: as
+/// long as an HTTP request does.
+const QUEUE_WAIT: Duration = super::routes::QUEUE_WAIT;
 
 /// The ext_proc gRPC service, sharing the HTTP server's state.
 #[derive(Debug, Clone)]
@@ -160,7 +162,6 @@ impl ExternalProcessor for ExtProc {
                             a
                         }
                         _ => vec![immediate_error(&ApiError::new(
-                            StatusCode::SERVICE_UNAVAILABLE,
                             ErrorName::ServiceUnavailableError,
                             "the evaluation ran over limits.request_timeout_ms",
                         ))],
@@ -400,10 +401,7 @@ impl Exchange {
         };
         if !h.end_of_stream {
             if let Some(e) = compressed(h) {
-                return self.refuse_with(&ApiError::new(
-                    StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                    ErrorName::UnsupportedMediaTypeError,
-                    format!("the request body is compressed (content-encoding: {e}) and cannot be inspected"),
+                return self.refuse_with(&ApiError::new(ErrorName::UnsupportedMediaTypeError, format!("the request body is compressed (content-encoding: {e}) and cannot be inspected"),
                 ));
             }
             if self.request_mode != Mode::Buffered {
@@ -433,11 +431,16 @@ impl Exchange {
         if h.end_of_stream {
             self.reply = Reply::Done;
         } else if let Some(e) = compressed(h) {
-            return self.refuse_with(&ApiError::new(
-                StatusCode::BAD_GATEWAY,
-                ErrorName::UnsupportedMediaTypeError,
-                format!("the reply is compressed (content-encoding: {e}) and cannot be inspected"),
-            ));
+            return self.refuse_with(
+                &ApiError::new(
+                    ErrorName::UnsupportedMediaTypeError,
+                    format!(
+                        "the reply is compressed (content-encoding: {e}) and cannot be inspected"
+                    ),
+                )
+                // The upstream's reply, not the client, is at fault.
+                .in_reply(),
+            );
         } else {
             let sse = header(h, "content-type").is_some_and(|t| {
                 t.split(';')
@@ -596,7 +599,6 @@ impl Exchange {
         let limit = self.state.config.limits.max_body_bytes;
         if whole.bytes.len().saturating_add(b.body.len()) > limit {
             return self.refuse_with(&ApiError::new(
-                StatusCode::PAYLOAD_TOO_LARGE,
                 ErrorName::PayloadTooLargeError,
                 format!("the body is over the {limit}-byte limit (limits.max_body_bytes)"),
             ));
@@ -604,15 +606,11 @@ impl Exchange {
         match mode {
             Mode::BufferedPartial if !b.end_of_stream => {
                 // The rest would pass unseen: fail closed.
-                return self.refuse_with(&ApiError::new(
-                    StatusCode::PAYLOAD_TOO_LARGE,
-                    ErrorName::PayloadTooLargeError,
-                    "the body is larger than Envoy's buffer (BUFFERED_PARTIAL): it cannot be inspected whole",
+                return self.refuse_with(&ApiError::new(ErrorName::PayloadTooLargeError, "the body is larger than Envoy's buffer (BUFFERED_PARTIAL): it cannot be inspected whole",
                 ));
             }
             Mode::Grpc => {
                 return self.refuse_with(&ApiError::new(
-                    StatusCode::UNSUPPORTED_MEDIA_TYPE,
                     ErrorName::UnsupportedMediaTypeError,
                     "the GRPC body send mode is not supported: use BUFFERED or STREAMED",
                 ))
@@ -665,15 +663,12 @@ impl Exchange {
                 )]
             }
             Verdict::Invalid(message) => {
-                let status = match dir {
-                    Direction::Request => StatusCode::BAD_REQUEST,
-                    Direction::Reply => StatusCode::BAD_GATEWAY,
-                };
-                self.refuse_with(&ApiError::new(
-                    status,
-                    ErrorName::InvalidRequestError,
-                    message,
-                ))
+                let e = ApiError::bad_request(message);
+                self.refuse_with(&match dir {
+                    Direction::Request => e,
+                    // The upstream's reply, not the client, is at fault.
+                    Direction::Reply => e.in_reply(),
+                })
             }
             Verdict::Replace(new) => {
                 self.state.metrics.observe_gateway(route, "redact");
@@ -881,8 +876,8 @@ fn immediate(status: StatusCode, body: &Value, details: &str) -> ProcessingRespo
 
 /// A local reply carrying one of the §9.4 errors.
 fn immediate_error(e: &ApiError) -> ProcessingResponse {
-    let body = serde_json::json!({"error": e.name, "message": e.message});
-    immediate(e.status, &body, e.name)
+    let body = serde_json::json!({"error": e.name(), "message": e.message()});
+    immediate(e.status(), &body, e.name())
 }
 
 /// A header of `h` (lower-case name), as text.

@@ -405,7 +405,7 @@ impl SseRewriter {
             }
             return;
         }
-        match super::super::routes::parse_strict(data.as_bytes()) {
+        match crate::request::parse_strict(data.as_bytes()) {
             Ok(Value::Object(obj)) => self.json_event(lines, obj, raw, out),
             // Plain text data: one stream of text of its own.
             _ => self.text_event(lines, &data, out),

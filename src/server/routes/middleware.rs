@@ -1,0 +1,260 @@
+//! The middleware of serve mode (SPEC §9.1, §9.4): request ids, metrics and
+//! the request log line, JSON bodies for layers' errors, bearer-token auth
+//! and the concurrency limit. Which routes are exempt, probes or gateways,
+//! and their metrics labels, come from the route table ([`super::ROUTES`]);
+//! no list of paths lives here. It must not evaluate, read a body's content
+//! or log a payload, a token or a raw path.
+
+use super::error::{layer_error_json, ApiError, LayerMessages};
+use super::extract::{declares_over, is_length_limit, too_large};
+use super::{route_at, AppStateRef, Route, ROUTES, UNMATCHED_ROUTE};
+use crate::error::ErrorName;
+use axum::body::Body;
+use axum::extract::{MatchedPath, Request, State};
+use axum::http::header::{AUTHORIZATION, CONTENT_TYPE};
+use axum::http::HeaderValue;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// The request id header, taken from the request or generated.
+pub const REQUEST_ID_HEADER: &str = "x-request-id";
+/// Longest client `x-request-id` kept; a longer one is replaced.
+pub const MAX_REQUEST_ID_LEN: usize = 128;
+/// How long a request waits for a slot when `max_concurrency` are in flight.
+pub const QUEUE_WAIT: Duration = Duration::from_millis(250);
+/// The header LiteLLM sends its guardrail `api_key` in.
+pub const API_KEY_HEADER: &str = "x-api-key";
+
+/// An empty, overlong or non-printable `x-request-id` is dropped, so one is generated.
+pub(crate) async fn drop_unusable_request_id(mut req: Request) -> Request {
+    let unusable = req.headers().get(REQUEST_ID_HEADER).is_some_and(|v| {
+        let b = v.as_bytes();
+        b.is_empty() || b.len() > MAX_REQUEST_ID_LEN || !b.iter().all(|c| c.is_ascii_graphic())
+    });
+    if unusable {
+        req.headers_mut().remove(REQUEST_ID_HEADER);
+    }
+    req
+}
+
+/// Serve mode's [`LayerMessages`].
+const SERVE_MESSAGES: LayerMessages = LayerMessages {
+    not_found: super::NOT_FOUND_MESSAGE,
+    too_large: "the request body is over limits.max_body_bytes",
+    timeout: "the request did not complete within limits.request_timeout_ms",
+};
+
+/// Turns the bodies of errors produced by layers (413 from the body limit,
+/// 503 from the timeout) into the JSON error body.
+pub(super) async fn json_errors(resp: Response) -> Response {
+    layer_error_json(resp, &SERVE_MESSAGES)
+}
+
+/// What the evaluation handlers tell the request log line (debug level only).
+#[derive(Debug, Clone)]
+pub(crate) struct EvalNote {
+    pack_id: String,
+    action: String,
+}
+
+/// `resp` with the deciding decision noted for the request log line.
+pub(crate) fn noted(mut resp: Response, d: &crate::engine::Decision<'_>) -> Response {
+    if tracing::enabled!(tracing::Level::DEBUG) {
+        resp.extensions_mut().insert(EvalNote {
+            pack_id: d.pack_id.to_string(),
+            action: d.action.to_string(),
+        });
+    }
+    resp
+}
+
+/// The `route` label of a request: its entry's label, never the raw path.
+fn route_label(req: &Request) -> &'static str {
+    req.extensions()
+        .get::<MatchedPath>()
+        .and_then(|m| ROUTES.iter().find(|r| r.path == m.as_str()))
+        .map_or(UNMATCHED_ROUTE, |r| r.label)
+}
+
+/// The `method` label: the standard methods, else `other`.
+pub(crate) fn method_label(method: &axum::http::Method) -> &'static str {
+    use axum::http::Method;
+    match *method {
+        Method::GET => "GET",
+        Method::POST => "POST",
+        Method::HEAD => "HEAD",
+        Method::PUT => "PUT",
+        Method::DELETE => "DELETE",
+        Method::PATCH => "PATCH",
+        Method::OPTIONS => "OPTIONS",
+        Method::TRACE => "TRACE",
+        Method::CONNECT => "CONNECT",
+        _ => "other",
+    }
+}
+
+/// Metrics and the per-request debug line (route template, never the raw path).
+pub(super) async fn observe(
+    State(state): State<AppStateRef>,
+    req: Request,
+    next: Next,
+) -> Response {
+    let started = Instant::now();
+    // Only routes of the table are labels: the fallback's raw path is not.
+    let route = route_label(&req);
+    let method = method_label(req.method());
+    let request_id = tracing::enabled!(tracing::Level::DEBUG)
+        .then(|| req.headers().get(REQUEST_ID_HEADER).cloned())
+        .flatten();
+    let resp = next.run(req).await;
+    let elapsed = started.elapsed();
+    state
+        .metrics
+        .observe_request(route, method, resp.status().as_str(), elapsed.as_secs_f64());
+    if tracing::enabled!(tracing::Level::DEBUG) {
+        let note = resp.extensions().get::<EvalNote>();
+        tracing::debug!(
+            route,
+            method,
+            status = resp.status().as_u16(),
+            latency_us = elapsed.as_secs_f64() * 1e6,
+            pack_id = note.map(|n| n.pack_id.as_str()),
+            action = note.map(|n| n.action.as_str()),
+            request_id = request_id
+                .as_ref()
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or_default(),
+            "request"
+        );
+    }
+    resp
+}
+
+/// Bearer-token check (SPEC §9.1 `auth`), fail closed when tokens are
+/// configured but not loaded. Gateway routes also take `x-api-key` (§12).
+pub(super) async fn auth(State(state): State<AppStateRef>, req: Request, next: Next) -> Response {
+    let route = route_at(req.uri().path());
+    if state.config.tokens_file.is_some() && !route.is_some_and(|r| r.auth_exempt) {
+        let gateway = route.is_some_and(|r| r.gateway);
+        let ok = {
+            let generation = state.current.load();
+            generation
+                .as_ref()
+                .and_then(|g| g.tokens.as_ref())
+                .is_some_and(|t| {
+                    t.accepts_header(req.headers().get(AUTHORIZATION).map(HeaderValue::as_bytes))
+                        || (gateway
+                            && req
+                                .headers()
+                                .get(API_KEY_HEADER)
+                                .and_then(|v| v.to_str().ok())
+                                .is_some_and(|k| t.accepts(k.trim())))
+                })
+        };
+        if !ok {
+            return ApiError::new(
+                ErrorName::UnauthorizedError,
+                "a valid `Authorization: Bearer <token>` header is needed",
+            )
+            .into_response();
+        }
+    }
+    next.run(req).await
+}
+
+/// `limits.max_concurrency`: once its body has arrived, a request waits up
+/// to [`QUEUE_WAIT`] for a slot, then gets 503. Probes are not limited.
+pub(super) async fn concurrency(
+    State(state): State<AppStateRef>,
+    req: Request,
+    next: Next,
+) -> Response {
+    if route_at(req.uri().path()).is_some_and(|r: &Route| r.probe) {
+        return next.run(req).await;
+    }
+    // The slot is taken once the whole body has arrived (SPEC §9.1): a
+    // client that trickles its upload holds a connection, never a slot.
+    // The upload is bounded by the body limit and request_timeout_ms.
+    let limits = &state.config.limits;
+    let (parts, body) = req.into_parts();
+    if declares_over(&parts.headers, limits.max_body_bytes) {
+        return too_large(limits.max_body_bytes).into_response();
+    }
+    let upload = axum::body::to_bytes(body, limits.max_body_bytes);
+    let bytes = match tokio::time::timeout(Duration::from_millis(limits.request_timeout_ms), upload)
+        .await
+    {
+        Ok(Ok(b)) => b,
+        Ok(Err(e)) if is_length_limit(&e) => {
+            return too_large(limits.max_body_bytes).into_response()
+        }
+        Ok(Err(_)) => {
+            return ApiError::bad_request("the request body could not be read").into_response()
+        }
+        Err(_) => {
+            return ApiError::unavailable(
+                "the request body did not arrive within limits.request_timeout_ms",
+            )
+            .into_response()
+        }
+    };
+    let req = Request::from_parts(parts, Body::from(bytes));
+    let slots = Arc::clone(&state.slots);
+    let permit = match Arc::clone(&slots).try_acquire_owned() {
+        Ok(p) => p,
+        Err(_) => match tokio::time::timeout(QUEUE_WAIT, slots.acquire_owned()).await {
+            Ok(Ok(p)) => p,
+            _ => {
+                return ApiError::unavailable(
+                    "the server is at limits.max_concurrency; retry later",
+                )
+                .into_response()
+            }
+        },
+    };
+    let resp = next.run(req).await;
+    let streaming = resp
+        .headers()
+        .get(CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"));
+    if streaming {
+        // A stream's work goes on while its body is sent: the slot is held
+        // until the body ends (or the client goes away).
+        let (parts, body) = resp.into_parts();
+        let body = http_body_util::BodyExt::map_frame(body, move |frame| {
+            let _held = &permit;
+            frame
+        });
+        return Response::from_parts(parts, Body::new(body));
+    }
+    drop(permit);
+    resp
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::StatusCode;
+    use http_body_util::BodyExt;
+    use serde_json::Value;
+
+    #[tokio::test]
+    async fn layer_errors_get_the_json_body() {
+        for (status, name) in [
+            (StatusCode::PAYLOAD_TOO_LARGE, "PayloadTooLargeError"),
+            (StatusCode::REQUEST_TIMEOUT, "ServiceUnavailableError"),
+            (StatusCode::SERVICE_UNAVAILABLE, "ServiceUnavailableError"),
+        ] {
+            let resp = json_errors((status, "plain text").into_response()).await;
+            let code = resp.status();
+            let body = resp.into_body().collect().await.unwrap().to_bytes();
+            let v: Value = serde_json::from_slice(&body).unwrap();
+            assert_eq!(v["error"], name);
+            assert!(code == status || code == StatusCode::SERVICE_UNAVAILABLE);
+        }
+        let ok = json_errors((StatusCode::OK, "fine").into_response()).await;
+        assert_eq!(ok.status(), StatusCode::OK);
+    }
+}
