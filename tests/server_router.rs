@@ -990,3 +990,111 @@ async fn envoy_ext_authz_refuses_fatal_prompts_and_tags_the_others() {
         assert!(metrics.contains(line), "{line}\n{metrics}");
     }
 }
+
+/// SPEC §15: `normalize` per request on every evaluate route, and
+/// `engine.normalize` as the server's default.
+#[tokio::test]
+async fn normalize_evasion_per_request_and_as_the_server_default() {
+    let ssn = "SSN １２３-４５-６７８９ on file";
+    let body = |extra: &str| format!(r#"{{"text": "{ssn}", "pack_id": "{PII_PACK}"{extra}}}"#);
+    let s = setup();
+    // As written (the default): the full-width SSN passes, and no `normalized`.
+    let d = post_json(&s.app, "/evaluate", &body("")).await.json();
+    assert_eq!(d["action"], "permit_clean_payload");
+    assert!(d.get("normalized").is_none(), "{d}");
+    for path in ["/evaluate", "/v1/evaluate"] {
+        let r = post_json(&s.app, path, &body(r#", "normalize": "evasion""#)).await;
+        assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+        let d = r.json();
+        assert_eq!(d["action"], "block_glba_ssn_leakage", "{path}");
+        assert_eq!(d["triggers"][0]["spans"], json!([[4, 15]]));
+        assert_eq!(d["normalized"], true);
+    }
+    // A redaction covers the whole evasive value in the original text.
+    let r = post_json(
+        &s.app,
+        "/evaluate",
+        &format!(
+            r#"{{"text": "mail jane\u200b@example.com or ｊｏｅ＠ｅｘａｍｐｌｅ．ｃｏｍ", "pack_id": "{PII_PACK}", "normalize": "evasion"}}"#
+        ),
+    )
+    .await;
+    let d = r.json();
+    assert_eq!(d["clean_text"], "mail [REDACTED_EMAIL] or [REDACTED_EMAIL]");
+    assert_eq!(d["triggers"][0]["spans"], json!([[5, 22], [26, 41]]));
+    // Batch: the body's `normalize` is every item's default; an item's wins.
+    let r = post_json(
+        &s.app,
+        "/evaluate/batch",
+        &format!(
+            r#"{{"normalize": "evasion", "items": [{}, {}, {}]}}"#,
+            body(""),
+            body(r#", "normalize": "none""#),
+            body(r#", "normalize": "fold""#)
+        ),
+    )
+    .await;
+    let v = r.json();
+    assert_eq!(v["results"][0]["action"], "block_glba_ssn_leakage");
+    assert_eq!(v["results"][1]["action"], "permit_clean_payload");
+    assert_eq!(v["results"][2]["error"], "InvalidRequestError");
+    assert_eq!(
+        v["results"][2]["message"],
+        "items[2]: `normalize` must be \"none\" or \"evasion\", not \"fold\""
+    );
+    // A bad value is a 400 that names the field.
+    let r = post_json(&s.app, "/evaluate", &body(r#", "normalize": 1"#)).await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    assert_eq!(
+        r.json()["message"],
+        "`normalize` must be a string, not a number"
+    );
+    // Streaming: the session and the done event.
+    let r = post_json(
+        &s.app,
+        "/v1/evaluate/stream",
+        &body(r#", "normalize": "evasion", "chunk_size": 3"#),
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    let events: Vec<Value> = r
+        .text
+        .split("\n\n")
+        .filter_map(|e| e.strip_prefix("data: "))
+        .map(|e| serde_json::from_str(e).unwrap())
+        .collect();
+    let released: String = events.iter().filter_map(|e| e["text"].as_str()).collect();
+    assert_eq!(released, "SSN ");
+    let blocked = events.iter().find(|e| e["blocked"] == true).unwrap();
+    assert_eq!(blocked["action"], "block_glba_ssn_leakage");
+    let done = events.last().unwrap();
+    assert_eq!(done["done"], true);
+    assert_eq!(done["action"], "block_glba_ssn_leakage");
+    assert_eq!(done["normalized"], true);
+    // The counter of normalized evaluations (the stream's decision included).
+    let m = get(&s.app, "/metrics").await.text;
+    let line = m
+        .lines()
+        .find(|l| l.starts_with("helixor_normalized_evaluations_total{pack_id=\"compliance.regulatory_pii_guard.v1\"}"))
+        .unwrap_or_else(|| panic!("{m}"));
+    assert!(line.ends_with(" 5"), "{line}");
+
+    // engine.normalize: evasion is the default; a request can still say none.
+    let s = setup_with(true, |c| c.normalize = helixor::engine::Normalize::Evasion);
+    let d = post_json(&s.app, "/evaluate", &body("")).await.json();
+    assert_eq!(d["action"], "block_glba_ssn_leakage");
+    let d = post_json(&s.app, "/evaluate", &body(r#", "normalize": "none""#))
+        .await
+        .json();
+    assert_eq!(d["action"], "permit_clean_payload");
+    // A text with nothing to normalize decides as it would with none.
+    let d = post_json(
+        &s.app,
+        "/evaluate",
+        &format!(r#"{{"text": "café, 会議, SSN 123-45-6789", "pack_id": "{PII_PACK}"}}"#),
+    )
+    .await
+    .json();
+    assert_eq!(d["action"], "block_glba_ssn_leakage");
+    assert!(d.get("normalized").is_none(), "{d}");
+}
