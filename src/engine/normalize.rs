@@ -149,24 +149,52 @@ fn attaches(last: char, c: char) -> bool {
         || (matches!(u32::from(last), 0x1161..=0x1175) && matches!(u32::from(c), 0x11A8..=0x11C2))
 }
 
+/// Whether `c` is *inert*: the view keeps it as it is whatever surrounds it
+/// (a starter that NFKC leaves alone, neither a mark, nor default-ignorable,
+/// nor a decimal digit). A text of ASCII and inert characters is its own
+/// view.
+fn is_inert_slow(c: char) -> bool {
+    canonical_combining_class(c) == 0
+        && !is_combining_mark(c)
+        && !is_default_ignorable(c)
+        && !is_decimal(c)
+        && is_nfkc_quick(std::iter::once(c)) == IsNormalized::Yes
+}
+
+/// [`is_inert_slow`] for every code point of the Basic Multilingual Plane,
+/// one bit each (8 KiB, built once, at the first non-ASCII text): the
+/// normalization crate's quick check costs about 150 instructions a
+/// character, a bit test a few.
+fn inert_bmp() -> &'static [u64] {
+    static BITS: std::sync::OnceLock<Vec<u64>> = std::sync::OnceLock::new();
+    BITS.get_or_init(|| {
+        let mut bits = vec![0u64; 1024];
+        for cp in 0x80u32..0x1_0000 {
+            if char::from_u32(cp).is_some_and(is_inert_slow) {
+                bits[(cp / 64) as usize] |= 1 << (cp % 64);
+            }
+        }
+        bits
+    })
+}
+
+fn is_inert(c: char, bmp: &[u64]) -> bool {
+    let cp = u32::from(c);
+    match bmp.get((cp / 64) as usize) {
+        Some(word) => word & (1 << (cp % 64)) != 0,
+        None => is_inert_slow(c),
+    }
+}
+
 /// Whether normalizing `text` could change it: a cheap test first, so that a
-/// text with nothing to normalize never builds a view.
+/// text with nothing to normalize never builds a view. `false` is exact (the
+/// text is its own view); `true` means a view must be built to know.
 pub(crate) fn may_change(text: &str) -> bool {
     if text.is_ascii() {
         return false;
     }
-    let mut after_digit = false;
-    for c in text.chars() {
-        if c.is_ascii() {
-            after_digit = c.is_ascii_digit();
-            continue;
-        }
-        if is_default_ignorable(c) || is_decimal(c) || (after_digit && is_combining_mark(c)) {
-            return true;
-        }
-        after_digit = false;
-    }
-    is_nfkc_quick(text.chars()) != IsNormalized::Yes
+    let bmp = inert_bmp();
+    !text.chars().all(|c| c.is_ascii() || is_inert(c, bmp))
 }
 
 /// Where one part of the view comes from (offsets in bytes).
@@ -505,6 +533,23 @@ mod tests {
         let map = View::of(&t).map(|v| v.map).unwrap_or_default();
         // The value's segment ends at the cap; later joiners are outside it.
         assert_eq!(map.span(0, 1), (0, 1 + 3 * (MAX_SEGMENT_CHARS - 1)));
+    }
+
+    #[test]
+    fn the_inert_table_agrees_with_the_slow_test() {
+        let bmp = inert_bmp();
+        for cp in (0x80u32..0x1_0000)
+            .step_by(7)
+            .chain([0xFF11, 0x200D, 0xAD, 0x301, 0x661, 0x4E00, 0xE9])
+        {
+            if let Some(c) = char::from_u32(cp) {
+                assert_eq!(is_inert(c, bmp), is_inert_slow(c), "U+{cp:04X}");
+            }
+        }
+        assert!(is_inert('会', bmp) && is_inert('é', bmp) && is_inert('Ж', bmp));
+        assert!(!is_inert('１', bmp) && !is_inert('\u{200D}', bmp) && !is_inert('٣', bmp));
+        assert!(!is_inert('\u{301}', bmp) && !is_inert('\u{FB01}', bmp));
+        assert!(is_inert('😀', bmp) && !is_inert('𝟏', bmp));
     }
 
     #[test]
