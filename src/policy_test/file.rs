@@ -4,6 +4,7 @@
 //! so that a typo never passes as a test. Reads files only; runs nothing.
 
 use super::PolicyTestError;
+use crate::engine::Normalize;
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
 use std::collections::{BTreeMap, HashMap};
@@ -69,6 +70,8 @@ pub struct Case {
     pub name: String,
     /// The payload, taken as written.
     pub text: String,
+    /// How it is matched (SPEC §15; `normalize: evasion`), `none` by default.
+    pub normalize: Normalize,
     /// What to check; at least one key.
     pub expect: Expect,
 }
@@ -153,6 +156,8 @@ struct RawFile {
 struct CaseFields {
     name: String,
     text: String,
+    #[serde(default)]
+    normalize: Normalize,
     expect: Expect,
 }
 
@@ -184,6 +189,7 @@ impl<'de> Deserialize<'de> for RawCase {
                 Ok(RawCase(Case {
                     name: f.name,
                     text: f.text,
+                    normalize: f.normalize,
                     expect: f.expect,
                 }))
             }

@@ -428,7 +428,7 @@ pub fn run_file(file: &TestFile, subject: Arc<Subject>) -> FileResult {
         .cases
         .iter()
         .map(|case| {
-            let decision = subject.evaluator.evaluate(&case.text);
+            let decision = subject.evaluator.evaluate_with(&case.text, case.normalize);
             CaseResult {
                 name: case.name.clone(),
                 text: case.text.clone(),
