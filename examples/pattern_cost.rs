@@ -43,9 +43,12 @@ const PATTERNS: &[&str] = &[
 
 /// Seconds since the first call (wall clock: the best of several runs is
 /// reported where a run is short, the machine being shared).
-fn cpu() -> f64 {
+fn now() -> f64 {
     static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
-    START.get_or_init(std::time::Instant::now).elapsed().as_secs_f64()
+    START
+        .get_or_init(std::time::Instant::now)
+        .elapsed()
+        .as_secs_f64()
 }
 
 fn evaluator(p: &pattern::CompiledPattern) -> Evaluator {
@@ -63,9 +66,9 @@ fn evaluator(p: &pattern::CompiledPattern) -> Evaluator {
 fn worst(e: &Evaluator, texts: &[String]) -> (f64, usize) {
     let mut worst = (0.0, 0);
     for (i, t) in texts.iter().enumerate() {
-        let started = cpu();
+        let started = now();
         std::hint::black_box(e.evaluate(t).action);
-        let s = cpu() - started;
+        let s = now() - started;
         if s > worst.0 {
             worst = (s, i);
         }
@@ -81,7 +84,7 @@ fn searches(p: &pattern::CompiledPattern, texts: &[String]) -> Vec<(f64, usize)>
     texts
         .iter()
         .map(|t| {
-            let started = cpu();
+            let started = now();
             let mut searcher = Searcher::new(Input::new(t));
             let mut n = 0usize;
             while searcher
@@ -90,7 +93,7 @@ fn searches(p: &pattern::CompiledPattern, texts: &[String]) -> Vec<(f64, usize)>
             {
                 n += 1;
             }
-            (cpu() - started, n)
+            (now() - started, n)
         })
         .collect()
 }
@@ -123,14 +126,14 @@ fn compile_costs() {
         let bytes = std::fs::read(root.join(name)).unwrap();
         let mut best = (f64::INFINITY, f64::INFINITY, 0);
         for _ in 0..20 {
-            let started = cpu();
+            let started = now();
             let compiled = compile_in_memory(&bytes, name, Entitlement::PolicyTest).unwrap();
-            let total = cpu() - started;
-            let started = cpu();
+            let total = now() - started;
+            let started = now();
             for r in &compiled.rules {
                 pattern::check_cost(&r.pattern).unwrap();
             }
-            let check = cpu() - started;
+            let check = now() - started;
             best = (best.0.min(total), best.1.min(check), compiled.rules.len());
         }
         println!(
@@ -152,9 +155,9 @@ fn main() {
     println!("|---|---|---|---|---|---|---|---|");
     for src in PATTERNS {
         let p = pattern::compile(src, &[]).unwrap();
-        let started = cpu();
+        let started = now();
         let verdict = pattern::check_cost(&p);
-        let check_ms = (cpu() - started) * 1e3;
+        let check_ms = (now() - started) * 1e3;
         match verdict {
             Ok(r) => {
                 let texts: Vec<String> = cost::adversarial_texts(&p.exact_src, MIB)
