@@ -3,6 +3,8 @@
 //! word-boundary-free "filter" form the engine scans with. Never includes a
 //! pattern's text in an error message.
 
+pub mod cost;
+
 use regex_automata::meta::{self, Regex};
 use regex_automata::util::syntax;
 use regex_syntax::ast::{self, Ast, ClassSet, ClassSetItem};
@@ -131,6 +133,16 @@ pub fn compile(pattern: &str, flags: &[Flag]) -> Result<CompiledPattern, String>
         filter_regex,
         required,
     })
+}
+
+/// The cost check of SPEC §11.4 ([`cost::check`]) on both forms of a
+/// compiled pattern: `Err` is a reason for people ("is too costly …") that
+/// never quotes the pattern.
+pub fn check_cost(p: &CompiledPattern) -> Result<cost::CostReport, String> {
+    cost::check(
+        &p.exact_src,
+        p.filter_regex.as_ref().map(|_| p.filter.as_str()),
+    )
 }
 
 type ByteSet = [bool; 256];

@@ -206,7 +206,11 @@ fn check_rule(
         Some(_) => problems.push(format!("{place}: `flags` is not a list of strings")),
     }
     let pattern = match rule.get("pattern") {
-        Some(Value::String(p)) => match pattern::compile(p, &flags) {
+        Some(Value::String(p)) => match pattern::compile(p, &flags).and_then(|c| {
+            // SPEC §11.4: no pattern that can make an evaluation slow.
+            pattern::check_cost(&c)?;
+            Ok(c)
+        }) {
             Ok(c) => Some(c),
             Err(why) => {
                 problems.push(format!("{place}: `pattern` {why}"));
@@ -351,6 +355,17 @@ mod tests {
         assert!(p[4].starts_with("rules[3] (id `d`): unsupported action `allow`"));
         assert_eq!(p[5], "rules[3] (id `d`): missing `pattern`");
         assert_eq!(p[6], "rules[4]: is not a mapping");
+    }
+
+    #[test]
+    fn costly_patterns_are_refused_by_rule_id() {
+        let p = problems(
+            "pack_id: p\nrules:\n  - {id: nested, type: regex, pattern: '(a{1,100}){1,100}b', action: block}\n  - {id: fine, type: regex, pattern: 'TCK-[0-9]{6}', action: block}\n  - {id: rescan, type: regex, pattern: '[a-z]+X|[a-z]{100}', action: redact}\n",
+        );
+        assert_eq!(p.len(), 2, "{p:#?}");
+        assert!(p[0].starts_with("rules[0] (id `nested`): `pattern` is too costly to evaluate"));
+        assert!(p[1].starts_with("rules[2] (id `rescan`): `pattern` is too costly to evaluate"));
+        assert!(p.iter().all(|m| !m.contains("a{1") && !m.contains("[a-z]")));
     }
 
     #[test]

@@ -364,6 +364,65 @@ fn playbook_pattern_over_the_regex_size_limit_is_refused_fast() {
 }
 
 #[test]
+fn playbook_pattern_too_costly_to_evaluate_is_refused_by_rule_id() {
+    // SPEC §11.4: nested counted repetition (seconds per 100 KB) and
+    // quadratic match iteration are refused, naming the rules, fast.
+    let env = Env::new();
+    let p = env.write(
+        "costly.yaml",
+        "pack_id: custom.costly.v1\nrules:\n  - id: nested_count\n    type: regex\n    pattern: '(a{1,100}){1,100}b'\n    action: block\n  - id: fine\n    type: regex\n    pattern: 'TCK-\\d{6}'\n    action: redact\n  - id: rescan\n    type: regex\n    pattern: '[a-z]+X|[a-z]{100}'\n    action: redact\n",
+    );
+    let t = Instant::now();
+    let f = env.compile_fails(&p, &env.lic, "UnsupportedPackDeclarationError", 3);
+    assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
+    assert_eq!(f.problems.len(), 2, "{:#?}", f.problems);
+    assert!(f.problems[0].starts_with("rules[0] (id `nested_count`): `pattern` is too costly"));
+    assert!(f.problems[1].starts_with("rules[2] (id `rescan`): `pattern` is too costly"));
+    f.names(&["costly.yaml", "nested_count", "rescan", "too costly"]);
+    assert!(
+        !f.text.contains("a{1,100}") && !f.text.contains("[a-z]+X"),
+        "never quoted"
+    );
+    assert!(!env.path("costly.hxpack").exists());
+}
+
+#[test]
+fn pack_sealed_with_a_costly_pattern_fails_to_load() {
+    // A pack sealed by a compiler without the §11.4 check: the same check at
+    // load refuses it, with the compiler's error name and exit code.
+    let env = Env::new();
+    let lic: Value = serde_json::from_slice(&std::fs::read(&env.lic).unwrap()).unwrap();
+    let key: [u8; 32] = B64
+        .decode(lic["content_key"].as_str().unwrap())
+        .unwrap()
+        .try_into()
+        .unwrap();
+    let license_id = lic["license_id"].as_str().unwrap();
+    let doc = json!({
+        "pack_id": "custom.old_compiler.v1",
+        "version": "1",
+        "rules": [{"id": "slow_rule", "type": "regex", "pattern": "[a-z]+X|[a-z]", "action": "redact"}]
+    });
+    let plain = helixor::canonical::to_string(&doc).unwrap();
+    let sealed = helixor::container::seal(
+        "custom.old_compiler.v1",
+        license_id,
+        &helixor::crypto::ContentKey::from_bytes(key).pack_key(),
+        plain.as_bytes(),
+    )
+    .unwrap();
+    let pack = env.write("old.hxpack", sealed);
+    for a in [
+        with(run_args(&env, &[&pack], &env.lic), args!["--text", "hi"]),
+        with(args!["inspect", &pack], env.lic_args(&env.lic)),
+    ] {
+        let f = env.fails(a, "UnsupportedPackDeclarationError", 3);
+        f.names(&["old.hxpack", "slow_rule", "too costly"]);
+        assert!(!f.text.contains("[a-z]+X"), "never quoted");
+    }
+}
+
+#[test]
 fn playbook_with_a_changed_codon_or_hard_rule_is_refused() {
     let env = Env::new();
     let reference = fixture_text("regulatory_pii_guard.yaml");

@@ -210,10 +210,18 @@ fn a_health_prefix_then_a_space_stays_held_until_the_digits_decide() {
 fn a_pattern_with_many_dfa_states_streams_exactly() {
     // Counted repetitions make thousands of DFA states: the load-time
     // exploration gives up at its cap (every byte counts as inner) and the
-    // session still releases exactly W(T).
-    let e = evaluator(
-        "pack_id: t\nrules:\n  - {id: runs, type: regex, pattern: '[a-z]{1,40}x[a-z]{1,40}', action: redact}\n",
-    );
+    // session still releases exactly W(T). The compiler now refuses this
+    // pattern as too costly (SPEC §11.4: its DFA keeps building states on
+    // random text), so the rule is built past that check.
+    let rule = crate::rules::CustomRule {
+        id: "runs".to_string(),
+        rule_type: crate::rules::RuleType::Regex,
+        action: crate::rules::RuleAction::Redact,
+        description: None,
+        pattern: crate::pattern::compile("[a-z]{1,40}x[a-z]{1,40}", &[]).unwrap(),
+    };
+    assert!(crate::pattern::check_cost(&rule.pattern).is_err());
+    let e = Evaluator::new("t", "1", &[rule]).unwrap();
     let text = "abc and qqqqxqqq then zzz";
     let (out, _) = run(&e, text, 3, StreamOptions::default());
     assert_eq!(out.concat(), e.redacted_text(text));

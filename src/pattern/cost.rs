@@ -1,0 +1,785 @@
+//! The pattern cost check of SPEC §11.4: a deterministic measure of the
+//! work a pattern makes the engine do on adversarial texts, computed at
+//! compile and at load. It reads only the pattern (never a payload, never
+//! the engine's caches) and its reasons never quote the pattern.
+//!
+//! # Why a count, not a clock
+//!
+//! Timing probes is noisy on a shared machine and depends on the build
+//! profile (a debug build is 10–50× slower). This check instead counts the
+//! work of the engine's own search algorithm, which is the same in every
+//! build and under any load:
+//!
+//! The engine finds a rule's matches with `find_iter` over a
+//! `regex_automata::meta::Regex` (SPEC §6.1). Whatever literal shortcuts
+//! the meta regex takes, its core is a lazy DFA: a forward leftmost-first
+//! search reads bytes until the automaton is *dead* (no higher-priority
+//! match can still come), then a reverse search reads back to the match's
+//! start. This module builds that pair of lazy DFAs from the same NFA
+//! (same syntax, size limit and DFA configuration as [`super::build`],
+//! without prefilters, which only ever skip work) and drives `find_iter`
+//! itself over small probe texts, counting with the DFA caches' own
+//! counters (`search_total_len`, `memory_usage`):
+//!
+//! - **transitions**, bytes read forward and backward, per byte of probe:
+//!   a cached DFA transition costs about the same in every search (1–3 ns
+//!   in release), so this is the search's cost per payload byte. At most
+//!   [`MAX_SCAN_FACTOR`]. A bounded rescan (`[a-z]{1,30}X|[a-z]`: every
+//!   search reads 30 letters looking for an `X`, then reports one) shows
+//!   up here;
+//! - **unbounded overscan**: a search that reports a match but is still
+//!   alive at the end of the probe, at least [`MAX_OVERSCAN`] bytes past
+//!   that match, and then a next search that does the same. That is
+//!   quadratic match iteration (`[a-z]+X|[a-z]{100}`: each search reads to
+//!   the end of the run of letters, then reports 100 of them): its factor
+//!   is only 22 on a 4 KiB probe but 5,000 on 1 MiB, so it is refused on
+//!   sight, whatever the probe's factor. One such search alone is not
+//!   (`a[b-z]*X|a` on `abbb…`: the next search finds no other match there);
+//! - **DFA states**: the probes share one cache per automaton, as large as
+//!   the engine's ([`STATE_BUDGET`]), that may never be cleared. Nested
+//!   counted repetition (`(a{1,100}){1,100}b`) makes every byte a new DFA
+//!   state of thousands of NFA states: the engine's cache thrashes, its lazy
+//!   DFA gives up and the search falls back to an NFA simulation that costs
+//!   ~100 µs a byte. Outgrowing the budget stops the check at once. Then,
+//!   with the cache warm, fresh pseudo-random texts may make it build at
+//!   most [`MAX_STATE_GROWTH`] bytes of states per byte: an automaton that
+//!   keeps growing (`[ab]*a[ab]{16}`, `[a-z]{1,40}x[a-z]{1,40}`, 70–80 bytes
+//!   a byte) thrashes on a long payload the same way.
+//!
+//! # Probes
+//!
+//! Built from the pattern itself, a few KiB each: runs of one byte from
+//! each of the DFA's byte classes (an ASCII representative of every set of
+//! bytes the pattern tells apart); sample matches derived from its syntax
+//! (each alternative, repetitions at their minimum and one more) repeated
+//! back to back, with their last character dropped (so a higher-priority
+//! alternative stays alive without completing), with a space or an `é`
+//! after each; a sample's beginning followed by a long run of one of its
+//! characters; and pseudo-random texts over those alphabets. ASCII probes
+//! run the exact pattern (what the engine runs on ASCII text) and every
+//! probe runs the word-boundary-free filter when there is one (what
+//! proposes matches on other text). The check stops at the first limit
+//! broken, and costs 1–30 ms a pattern, up to ~250 ms for one it refuses
+//! for its states (debug build; `regex-automata` is optimised in debug
+//! builds too, see `Cargo.toml`).
+//!
+//! # What it does not bound
+//!
+//! The thresholds keep one accepted rule's search within about 100 ms on
+//! its worst 1 MiB probe, where the refused ones take from 0.2 s to over an
+//! hour (BENCHMARKS.md, "Pattern cost (§11.4)"). A probe can only show
+//! what it contains: this is a measure on chosen adversarial texts, not a
+//! proof over every text. It measures the search, not what the engine does
+//! per match (a one-character rule on a 1 MiB run of that character makes a
+//! million redactions), nor the anchored confirmations and NFA fallback of
+//! the engine's non-ASCII path for patterns with `\b`.
+
+use super::{NEST_LIMIT, PATTERN_SIZE_LIMIT};
+use regex_automata::hybrid::dfa;
+use regex_automata::hybrid::regex::{Cache, Regex as Lazy};
+use regex_automata::nfa::thompson::{self, WhichCaptures};
+use regex_automata::util::iter::Searcher;
+use regex_automata::{Input, MatchErrorKind, MatchKind};
+use regex_syntax::hir::{Class, Hir, HirKind};
+
+/// Most DFA transitions (forward and reverse) per probe byte.
+pub const MAX_SCAN_FACTOR: usize = 8;
+/// A steady-state text may make the DFA build at most this many bytes of
+/// new states per byte of text.
+pub const MAX_STATE_GROWTH: usize = 16;
+/// An overscan this long that reaches the end of the probe is unbounded.
+pub const MAX_OVERSCAN: usize = 256;
+/// Bytes of lazy-DFA states (per direction) the probes may build: the
+/// engine's own cache ([`super::PATTERN_DFA_LIMIT`]), which must never have
+/// to be cleared.
+pub const STATE_BUDGET: usize = super::PATTERN_DFA_LIMIT;
+/// Length of a probe text (longer when the pattern's samples are long).
+pub const PROBE_LEN: usize = 2048;
+/// Longest probe text.
+const MAX_PROBE_LEN: usize = 16 << 10;
+/// Samples kept per syntax node.
+const MAX_SAMPLES: usize = 8;
+/// Longest sample kept.
+const MAX_SAMPLE_LEN: usize = 6 << 10;
+/// Byte-class representatives turned into runs.
+const MAX_RUNS: usize = 32;
+
+/// What the probes measured for an accepted pattern.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CostReport {
+    /// Probe texts run (each through one or two automata).
+    pub probes: usize,
+    /// The worst probe's transitions per byte, in hundredths.
+    pub scan_factor_centi: usize,
+    /// The longest overscan of any search, in bytes.
+    pub overscan: usize,
+    /// Bytes of lazy-DFA states built over all probes (both directions).
+    pub state_bytes: usize,
+    /// Most bytes of states built by one steady-state text.
+    pub steady_state_bytes: usize,
+}
+
+/// Why a pattern is too costly, for people: never quotes the pattern.
+fn too_costly(why: &str) -> String {
+    format!("is too costly to evaluate (SPEC §11.4): {why}")
+}
+
+/// Measures `exact` (and `filter`, its word-boundary-free form, when it
+/// differs) on the probe texts; `Err` is the reason it is too costly.
+pub fn check(exact: &str, filter: Option<&str>) -> Result<CostReport, String> {
+    let parse = |src: &str| {
+        regex_syntax::ParserBuilder::new()
+            .nest_limit(NEST_LIMIT)
+            .build()
+            .parse(src)
+            .map_err(|_| "is not a valid regular expression".to_string())
+    };
+    let exact_hir = parse(exact)?;
+    let filter_hir = filter.map(parse).transpose()?;
+    let exact_model = Model::new(&exact_hir)?;
+    let filter_model = filter_hir.as_ref().map(Model::new).transpose()?;
+
+    let probes = probe_texts(
+        filter_hir.as_ref().unwrap_or(&exact_hir),
+        &exact_model,
+        None,
+    );
+    let mut report = CostReport::default();
+    let mut exact_cache = exact_model.re.create_cache();
+    let mut filter_cache = filter_model.as_ref().map(|m| m.re.create_cache());
+    for text in &probes.texts {
+        // The exact pattern runs on ASCII text (or on any, when it has no
+        // word boundary); the filter proposes matches on non-ASCII text,
+        // which may hold the same runs as an ASCII probe.
+        let mut runs = Vec::with_capacity(2);
+        if text.is_ascii() || filter_model.is_none() {
+            runs.push(exact_model.run(&mut exact_cache, text)?);
+        }
+        if let (Some(model), Some(cache)) = (&filter_model, &mut filter_cache) {
+            runs.push(model.run(cache, text)?);
+        }
+        report.probes += 1;
+        for run in runs {
+            report.scan_factor_centi = report
+                .scan_factor_centi
+                .max(run.transitions * 100 / text.len().max(1));
+            report.overscan = report.overscan.max(run.overscan);
+        }
+    }
+    // Steady state: fresh pseudo-random texts after the warm-up of the
+    // probes above. A DFA that still builds states at this rate would
+    // outgrow the engine's cache on a long payload, or spend its time
+    // building states.
+    let steady_len = 4 * PROBE_LEN;
+    for (i, text) in steady_texts(&probes.alphabet, &probes.inner, steady_len)
+        .iter()
+        .enumerate()
+    {
+        let before =
+            exact_cache.memory_usage() + filter_cache.as_ref().map_or(0, Cache::memory_usage);
+        if text.is_ascii() || filter_model.is_none() {
+            exact_model.run(&mut exact_cache, text)?;
+        }
+        if let (Some(model), Some(cache)) = (&filter_model, &mut filter_cache) {
+            model.run(cache, text)?;
+        }
+        if i < 2 {
+            continue; // the first two only warm the states up
+        }
+        let after =
+            exact_cache.memory_usage() + filter_cache.as_ref().map_or(0, Cache::memory_usage);
+        let grown = after.saturating_sub(before);
+        report.steady_state_bytes = report.steady_state_bytes.max(grown);
+        if grown > MAX_STATE_GROWTH * text.len() {
+            return Err(too_costly(&format!(
+                "its search automaton keeps building new states on an adversarial text ({grown} bytes of states for {} bytes, more than {MAX_STATE_GROWTH} per byte): on a long payload it would outgrow the engine's cache",
+                text.len()
+            )));
+        }
+    }
+    report.state_bytes =
+        exact_cache.memory_usage() + filter_cache.as_ref().map_or(0, Cache::memory_usage);
+    Ok(report)
+}
+
+/// Fresh pseudo-random texts over the probes' alphabets: two to warm the
+/// DFA states up, two more to measure how many it still builds.
+fn steady_texts(alphabet: &[char], inner: &[char], len: usize) -> [String; 4] {
+    [
+        random_text(inner, len, 3),
+        random_text(alphabet, len, 4),
+        random_text(inner, len, 5),
+        random_text(alphabet, len, 6),
+    ]
+}
+
+/// The engine's search automata for one pattern, with the probe budget.
+struct Model {
+    re: Lazy,
+}
+
+/// One probe's counts.
+struct Run {
+    transitions: usize,
+    overscan: usize,
+    /// Searches still reading at the end of the text, far past their match.
+    unbounded: usize,
+}
+
+impl Model {
+    fn new(hir: &Hir) -> Result<Self, String> {
+        // The NFAs exactly as the meta regex compiles them (SPEC §4.2 limits).
+        let config = thompson::Config::new()
+            .nfa_size_limit(Some(PATTERN_SIZE_LIMIT))
+            .shrink(false)
+            .which_captures(WhichCaptures::All);
+        fn too_big<E>(_: E) -> String {
+            too_costly("its automaton is too large")
+        }
+        let nfa = thompson::Compiler::new()
+            .configure(config.clone())
+            .build_from_hir(hir)
+            .map_err(too_big)?;
+        let reverse = thompson::Compiler::new()
+            .configure(config.which_captures(WhichCaptures::None).reverse(true))
+            .build_from_hir(hir)
+            .map_err(too_big)?;
+        // The lazy DFA of the meta regex, with a small cache that may never
+        // be cleared: outgrowing it ends the check (`gave up`).
+        let dfa_config = dfa::Config::new()
+            .match_kind(MatchKind::LeftmostFirst)
+            .starts_for_each_pattern(true)
+            .byte_classes(true)
+            .unicode_word_boundary(true)
+            .cache_capacity(STATE_BUDGET)
+            .skip_cache_capacity_check(false)
+            .minimum_cache_clear_count(Some(0))
+            .minimum_bytes_per_state(None);
+        let forward = dfa::Builder::new()
+            .configure(dfa_config.clone())
+            .build_from_nfa(nfa)
+            .map_err(too_big)?;
+        let reverse = dfa::Builder::new()
+            .configure(dfa_config.match_kind(MatchKind::All))
+            .build_from_nfa(reverse)
+            .map_err(too_big)?;
+        Ok(Self {
+            re: regex_automata::hybrid::regex::Builder::new().build_from_dfas(forward, reverse),
+        })
+    }
+
+    /// `find_iter` over `text` as the engine runs it, counting; `Err` at the
+    /// first limit broken.
+    fn run(&self, cache: &mut Cache, text: &str) -> Result<Run, String> {
+        let budget = MAX_SCAN_FACTOR.saturating_mul(text.len());
+        let mut run = Run {
+            transitions: 0,
+            overscan: 0,
+            unbounded: 0,
+        };
+        let mut searcher = Searcher::new(Input::new(text));
+        loop {
+            let mut over = None;
+            let step = searcher.try_advance(|input| {
+                let (f0, r0) = lengths(cache);
+                let found = self.re.try_search(cache, input)?;
+                let (f1, r1) = lengths(cache);
+                let forward = f1.saturating_sub(f0);
+                run.transitions += forward + r1.saturating_sub(r0);
+                if let Some(m) = &found {
+                    let read_to = input.start() + forward;
+                    over = Some((read_to.saturating_sub(m.end()), read_to >= input.end()));
+                }
+                Ok(found)
+            });
+            match step {
+                Ok(Some(_)) => {}
+                Ok(None) => return Ok(run),
+                Err(e) => {
+                    return Err(match e.kind() {
+                        MatchErrorKind::GaveUp { .. } => too_costly(&format!(
+                            "its search automaton outgrows {} KiB of states on an adversarial text (the engine's lazy DFA would thrash and fall back to a slow search)",
+                            STATE_BUDGET >> 10
+                        )),
+                        _ => too_costly("its search automaton cannot run on an adversarial text"),
+                    })
+                }
+            }
+            if let Some((over, to_end)) = over {
+                run.overscan = run.overscan.max(over);
+                if to_end && over >= MAX_OVERSCAN {
+                    run.unbounded += 1;
+                    if run.unbounded >= 2 {
+                        return Err(too_costly(&format!(
+                            "its searches keep reading to the end of an adversarial text, at least {MAX_OVERSCAN} bytes past each match they report, and each next search reads that again (quadratic match iteration)"
+                        )));
+                    }
+                }
+            }
+            if run.transitions > budget {
+                return Err(too_costly(&format!(
+                    "its searches read more than {MAX_SCAN_FACTOR} bytes per byte of an adversarial text (quadratic match iteration)"
+                )));
+            }
+        }
+    }
+}
+
+/// Bytes searched so far by the forward and reverse lazy DFAs (no cache is
+/// ever cleared during a check, so these only grow).
+fn lengths(cache: &Cache) -> (usize, usize) {
+    let (f, r) = cache.as_parts();
+    (f.search_total_len(), r.search_total_len())
+}
+
+/// The probe texts of the check for `exact` (a pattern's exact form, as
+/// [`super::CompiledPattern::exact_src`]), each of about `len` bytes: what
+/// the benchmark of BENCHMARKS.md evaluates at 1 MiB.
+pub fn adversarial_texts(exact: &str, len: usize) -> Result<Vec<String>, String> {
+    let hir = regex_syntax::ParserBuilder::new()
+        .nest_limit(NEST_LIMIT)
+        .build()
+        .parse(exact)
+        .map_err(|_| "is not a valid regular expression".to_string())?;
+    let model = Model::new(&hir)?;
+    let probes = probe_texts(&hir, &model, Some(len));
+    let mut texts = probes.texts;
+    texts.extend(steady_texts(&probes.alphabet, &probes.inner, len));
+    Ok(texts)
+}
+
+/// The probe texts and the alphabets they were drawn from.
+struct Probes {
+    texts: Vec<String>,
+    /// Byte-class representatives, the samples' characters, a few others.
+    alphabet: Vec<char>,
+    /// The samples' characters only.
+    inner: Vec<char>,
+}
+
+/// The probe texts for a pattern (`hir` for samples, `model` for its byte
+/// classes), without duplicates, of about `len` bytes (by default as long
+/// as the samples need).
+fn probe_texts(hir: &Hir, model: &Model, len: Option<usize>) -> Probes {
+    let samples: Vec<String> = samples(hir).into_iter().filter(|s| !s.is_empty()).collect();
+    let longest = samples.iter().map(String::len).max().unwrap_or(0);
+    let len =
+        len.unwrap_or_else(|| (2 * longest + 2 * MAX_OVERSCAN).clamp(PROBE_LEN, MAX_PROBE_LEN));
+
+    let classes = model.re.forward().byte_classes();
+    let mut reps: Vec<char> = classes
+        .representatives(0..=0x7f)
+        .filter_map(|u| u.as_u8())
+        .map(char::from)
+        .collect();
+    if reps.len() > MAX_RUNS {
+        // Evenly spaced, so every part of the byte range keeps a run.
+        let step = reps.len().div_ceil(MAX_RUNS);
+        reps = reps.into_iter().step_by(step).collect();
+    }
+
+    let mut out: Vec<String> = Vec::new();
+    let mut push = |text: String| {
+        if !text.is_empty() && !out.contains(&text) {
+            out.push(text);
+        }
+    };
+    for s in &samples {
+        push(repeat(s, len));
+        let mut short = s.clone();
+        short.pop();
+        push(repeat(&short, len));
+        push(repeat(&format!("{s} "), len));
+    }
+    for s in samples.iter().take(2) {
+        push(repeat(&format!("{s}é"), len));
+    }
+    // A sample, then a long run of one of its characters: a repetition
+    // that only starts after a prefix (`x(a{1,9}){1,9}`).
+    let mut inner: Vec<char> = Vec::new();
+    for c in samples.iter().flat_map(|s| s.chars()) {
+        if !inner.contains(&c) && inner.len() < 16 {
+            inner.push(c);
+        }
+    }
+    for s in samples.iter().take(2) {
+        let mut head = s.clone();
+        head.pop();
+        for &c in &inner {
+            push(format!("{head}{}", repeat(&c.to_string(), len)));
+        }
+    }
+    for &c in &reps {
+        push(repeat(&c.to_string(), len));
+    }
+    let mut alphabet: Vec<char> = reps.clone();
+    for c in samples
+        .iter()
+        .flat_map(|s| s.chars())
+        .chain([' ', 'é', '会'])
+    {
+        if !alphabet.contains(&c) {
+            alphabet.push(c);
+        }
+        if alphabet.len() >= 64 {
+            break;
+        }
+    }
+    push(random_text(&alphabet, len, 1));
+    // Only the samples' characters: long runs inside the pattern's classes.
+    push(random_text(&inner, len, 2));
+    Probes {
+        texts: out,
+        alphabet,
+        inner,
+    }
+}
+
+/// `unit` repeated to about `len` bytes (whole copies, at least one).
+fn repeat(unit: &str, len: usize) -> String {
+    if unit.is_empty() {
+        return String::new();
+    }
+    unit.repeat(len.div_ceil(unit.len()).max(1))
+}
+
+/// A deterministic pseudo-random text of about `len` bytes over `alphabet`.
+fn random_text(alphabet: &[char], len: usize, seed: u64) -> String {
+    let mut out = String::with_capacity(len + 4);
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    if alphabet.is_empty() {
+        return out;
+    }
+    while out.len() < len {
+        // xorshift64*
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        let r = x.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 33;
+        let i = usize::try_from(r).unwrap_or(0) % alphabet.len();
+        out.push(alphabet[i]);
+    }
+    out
+}
+
+/// A few strings the pattern matches or nearly matches, from its syntax:
+/// each alternative, repetitions at their minimum and one more, one or two
+/// characters of each class.
+fn samples(hir: &Hir) -> Vec<String> {
+    let mut out = match hir.kind() {
+        HirKind::Empty | HirKind::Look(_) => vec![String::new()],
+        HirKind::Literal(lit) => vec![String::from_utf8_lossy(&lit.0).into_owned()],
+        HirKind::Class(Class::Unicode(c)) => {
+            let first = c.iter().next().map(|r| r.start());
+            let last = c.iter().last().map(|r| r.end());
+            // Prefer a letter, then the class's two ends.
+            let letter = c
+                .iter()
+                .find_map(|r| ('a'..='z').find(|ch| r.start() <= *ch && *ch <= r.end()));
+            let mut picks: Vec<String> = Vec::new();
+            for ch in letter.into_iter().chain(first).chain(last) {
+                let s = ch.to_string();
+                if !picks.contains(&s) {
+                    picks.push(s);
+                }
+            }
+            picks.truncate(2);
+            picks
+        }
+        HirKind::Class(Class::Bytes(c)) => c
+            .iter()
+            .flat_map(|r| [r.start(), r.end()])
+            .filter(u8::is_ascii)
+            .map(|b| char::from(b).to_string())
+            .take(2)
+            .collect(),
+        HirKind::Repetition(rep) => {
+            let mut v = Vec::new();
+            let min = usize::try_from(rep.min).unwrap_or(usize::MAX);
+            for s in samples(&rep.sub).into_iter().take(2) {
+                v.push(repeat_n(&s, min));
+                if rep.max != Some(rep.min) {
+                    v.push(repeat_n(&s, min.saturating_add(1)));
+                }
+            }
+            v
+        }
+        HirKind::Capture(cap) => samples(&cap.sub),
+        HirKind::Concat(parts) => {
+            let each: Vec<Vec<String>> = parts.iter().map(samples).collect();
+            let first = |v: &Vec<String>| v.first().cloned().unwrap_or_default();
+            let base: Vec<String> = each.iter().map(first).collect();
+            let mut v = vec![base.concat()];
+            // Every other sample of one part, the others at their first.
+            for (i, options) in each.iter().enumerate() {
+                for alt in options.iter().skip(1) {
+                    let mut parts = base.clone();
+                    parts[i] = alt.clone();
+                    v.push(parts.concat());
+                    if v.len() >= MAX_SAMPLES {
+                        break;
+                    }
+                }
+            }
+            v
+        }
+        HirKind::Alternation(alts) => {
+            let each: Vec<Vec<String>> = alts.iter().map(samples).collect();
+            // Round-robin, so every alternative keeps its first sample.
+            let mut v = Vec::new();
+            for k in 0..MAX_SAMPLES {
+                for options in &each {
+                    if let Some(s) = options.get(k) {
+                        v.push(s.clone());
+                    }
+                }
+            }
+            v
+        }
+    };
+    for s in &mut out {
+        truncate(s, MAX_SAMPLE_LEN);
+    }
+    out.dedup();
+    out.truncate(MAX_SAMPLES);
+    out
+}
+
+/// `s` repeated `n` times, stopping past [`MAX_SAMPLE_LEN`].
+fn repeat_n(s: &str, n: usize) -> String {
+    if s.is_empty() {
+        return String::new();
+    }
+    let n = n.min(MAX_SAMPLE_LEN / s.len() + 1);
+    s.repeat(n)
+}
+
+/// Cuts `s` to at most `max` bytes at a character boundary.
+fn truncate(s: &mut String, max: usize) {
+    if s.len() > max {
+        let mut end = max;
+        while !s.is_char_boundary(end) {
+            end -= 1;
+        }
+        s.truncate(end);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pattern::{compile, Flag};
+
+    fn cost_with(pattern: &str, flags: &[Flag]) -> Result<CostReport, String> {
+        let p = compile(pattern, flags).unwrap();
+        super::super::check_cost(&p)
+    }
+
+    fn cost(pattern: &str) -> Result<CostReport, String> {
+        cost_with(pattern, &[])
+    }
+
+    fn refused(pattern: &str, why: &str) {
+        let e = cost(pattern).expect_err(pattern);
+        assert!(e.starts_with("is too costly to evaluate"), "{pattern}: {e}");
+        assert!(e.contains(why), "{pattern}: {e} should say {why}");
+    }
+
+    #[test]
+    fn nested_counted_repetition_is_refused() {
+        // SPEC §11.4's example: the DFA builds a new state of thousands of
+        // NFA states for every byte of a run of `a`.
+        for p in [
+            r"(a{1,100}){1,100}b",
+            r"(a{1,50}){1,50}b",
+            r"(?:[ab]{1,40}){1,40}c",
+        ] {
+            refused(p, "automaton");
+        }
+    }
+
+    #[test]
+    fn quadratic_match_iteration_is_refused() {
+        for p in [
+            r"[a-z]+X|[a-z]",
+            r"[a-z]+X|[a-z]{100}",
+            r"[a-z]+X|[a-z]{1000}",
+            r"(\w+\s?)+X|\w{10}",
+            r"(?i)\b[a-z]+X|[a-z]",
+            r"foo(?:bar[a-z]*baz)?",
+            r"\d+-\d+x|\d",
+        ] {
+            refused(p, "quadratic match iteration");
+        }
+        // A bounded look-ahead that still rereads 20 bytes per letter.
+        refused(r"[a-z]{1,30}X|[a-z]", "bytes per byte");
+        // The `regex` size limit already refuses the biggest variants.
+        assert!(compile(r"(\w+\s?)+X|\w{50}", &[]).is_err());
+    }
+
+    #[test]
+    fn dfa_state_blow_up_is_refused() {
+        // 2^17 DFA states: a pseudo-random text over {a, b} makes a new one
+        // at nearly every byte.
+        refused(r"[ab]*a[ab]{16}", "automaton");
+        // Forty-letter counters on both sides of an `x`: 76 bytes of new
+        // states per byte of random letters.
+        refused(r"[a-z]{1,40}x[a-z]{1,40}", "keeps building new states");
+        refused(r"[ab]*a[ab]{12}", "keeps building new states");
+    }
+
+    #[test]
+    fn limits_are_where_the_doc_says() {
+        // Overscan: after the `a` it reports, `a[b-z]*X` stays alive to the
+        // end of a run of `b`, but no other match starts there; with
+        // `[a-z]` every next `a` does, and reads the run again.
+        assert!(cost(r"a[b-z]*X|a").is_ok());
+        refused(r"a[a-z]*X|a", "quadratic");
+        // Scan factor: about N bytes read per one-letter match.
+        let ok = cost(r"[a-z]{1,8}X|[a-z]").unwrap();
+        assert!(ok.scan_factor_centi <= MAX_SCAN_FACTOR * 100, "{ok:?}");
+        refused(r"[a-z]{1,10}X|[a-z]", "bytes per byte");
+        // States: ten nested counts of ten fit the budget, twenty of twenty too,
+        // fifty of fifty do not.
+        let ok = cost(r"(a{1,10}){1,10}b").unwrap();
+        assert!(ok.state_bytes < STATE_BUDGET, "{ok:?}");
+        assert!(cost(r"(a{1,20}){1,20}b").is_ok());
+        refused(r"(a{1,50}){1,50}b", "outgrows");
+    }
+
+    #[test]
+    fn built_in_codons_and_ordinary_patterns_are_accepted() {
+        for c in &crate::builtins::CODONS {
+            let flags: &[Flag] = if c.ignore_case {
+                &[Flag::IgnoreCase]
+            } else {
+                &[]
+            };
+            let r = cost_with(c.pattern, flags);
+            assert!(r.is_ok(), "codon {}: {r:?}", c.code);
+        }
+        for p in [
+            r"x",
+            r"abc|a",
+            r"a+b",
+            r"\w+ing\b",
+            r"colou?r",
+            r"(?i)\bsecret\w*",
+            r"kk(?:lmno)?\b|kkl",
+            r"^>\s?\w+",
+            r"\$\d+(?:\.\d\d)?",
+            r"x\.?y+\.?z",
+            r"[a-z]{1,8}x[a-z]{1,8}",
+            r"\b\d{4}(?:[ -]?\d{4}){2,3}\b",
+            r"\bPROJ-[A-Z]+-\d+[A-Z]?\b",
+            r"\b(?:bluebird|nightjar|kestrel)\b",
+            r"@example\.com and \w+",
+            r"(?:alpha|beta)\s+\w+",
+            r"\b\d{12,19}\b",
+            r"\bAKIA[0-9A-Z]{16}\b",
+            r"\brègle\b",
+            r"(a{1,10}){1,10}b",
+            r"X{1000}Y",
+            r"\b",
+        ] {
+            let r = cost(p);
+            assert!(r.is_ok(), "{p}: {r:?}");
+        }
+        assert!(cost_with(r"SUP.+?042", &[Flag::DotAll]).is_ok());
+        assert!(cost_with(r"^ticket", &[Flag::Multiline, Flag::IgnoreCase]).is_ok());
+    }
+
+    #[test]
+    fn shipped_playbooks_are_accepted() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut seen = 0;
+        for dir in ["config/demo/playbooks", "tests/fixtures", "tests/cases"] {
+            let Ok(entries) = std::fs::read_dir(root.join(dir)) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                let path = entry.path();
+                let text = std::fs::read_to_string(&path).unwrap_or_default();
+                let Ok(doc) = serde_yaml::from_str::<serde_yaml::Value>(&text) else {
+                    continue;
+                };
+                let mut stack = vec![doc];
+                while let Some(v) = stack.pop() {
+                    match v {
+                        serde_yaml::Value::Mapping(m) => {
+                            if let Some(serde_yaml::Value::String(p)) = m.get("pattern") {
+                                if let Ok(c) = compile(p, &[]) {
+                                    seen += 1;
+                                    let r = super::super::check_cost(&c);
+                                    assert!(r.is_ok(), "{}: {r:?}", path.display());
+                                }
+                            }
+                            stack.extend(m.into_iter().map(|(_, v)| v));
+                        }
+                        serde_yaml::Value::Sequence(s) => stack.extend(s),
+                        _ => {}
+                    }
+                }
+            }
+        }
+        assert!(seen > 10, "{seen} patterns");
+    }
+
+    #[test]
+    fn reasons_never_quote_the_pattern() {
+        for p in [r"secret[a-z]+X|[a-z]", r"secret(a{1,100}){1,100}b"] {
+            let e = cost(p).unwrap_err();
+            assert!(!e.contains("secret") && !e.contains("a{1"), "{e}");
+        }
+    }
+
+    #[test]
+    #[ignore]
+    fn print_costs() {
+        for p in [
+            r"[a-z]+X|[a-z]",
+            r"[a-z]+X|[a-z]{100}",
+            r"[a-z]+X|[a-z]{1000}",
+            r"(a{1,100}){1,100}b",
+            r"(a{1,50}){1,50}b",
+            r"(a{1,20}){1,20}b",
+            r"(a{1,10}){1,10}b",
+            r"(\w+\s?)+X|\w{10}",
+            r"foo(?:bar[a-z]*baz)?",
+            r"[ab]*a[ab]{16}",
+            r"[ab]*a[ab]{12}",
+            r"[a-z]{1,8}X|[a-z]",
+            r"[a-z]{1,12}X|[a-z]",
+            r"[a-z]{1,16}X|[a-z]",
+            r"a[b-z]*X|a",
+            r"a[a-z]*X|a",
+            r"X{999}Y",
+            r"[a-z]{999}Y",
+            r"\w+ing\b",
+            r"\b[a-zA-Z0-9_.+-]+@[a-zA-Z0-9-]+\.[a-zA-Z0-9\-.]+\b",
+            r"(?i)\bsecret\w*",
+            r"x",
+            r"\d+-\d+x|\d",
+            r"(?i)\b[a-z]+X|[a-z]",
+            r"(?:[ab]{1,40}){1,40}c",
+        ] {
+            let t = std::time::Instant::now();
+            let r = cost(p);
+            eprintln!("{p}: {r:?} {:?}", t.elapsed());
+        }
+    }
+
+    #[test]
+    fn samples_cover_each_alternative() {
+        let hir = regex_syntax::parse(r"ab|c{3}|[x-z]+").unwrap();
+        let s = samples(&hir);
+        for want in ["ab", "ccc", "x", "xx"] {
+            assert!(s.iter().any(|x| x == want), "{s:?}");
+        }
+        assert_eq!(repeat("ab", 5), "ababab");
+        assert_eq!(
+            random_text(&['a', 'é'], 10, 1),
+            random_text(&['a', 'é'], 10, 1)
+        );
+    }
+}
