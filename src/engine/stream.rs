@@ -404,6 +404,11 @@ fn inner_bytes(dfa: &DFA) -> Option<[bool; 256]> {
         k += 1;
         for &b in &reps {
             let next = dfa.next_state(&mut cache, sid, b).ok()?;
+            // A cleared cache invalidates every state id collected so far
+            // (using one would index past the new cache's states).
+            if cache.clear_count() > 0 {
+                return None;
+            }
             if next.is_dead() {
                 continue;
             }
@@ -411,6 +416,9 @@ fn inner_bytes(dfa: &DFA) -> Option<[bool; 256]> {
                 Some(&t) => t,
                 None => {
                     let t = is_terminal(dfa, &mut cache, next);
+                    if cache.clear_count() > 0 {
+                        return None;
+                    }
                     terminal.insert(next, t);
                     t
                 }
@@ -451,7 +459,11 @@ fn first_bytes(dfa: &DFA) -> Option<[bool; 256]> {
     let mut first = [false; 256];
     for b in 0..=255u8 {
         for &sid in &starts {
-            if !dfa.next_state(&mut cache, sid, b).ok()?.is_dead() {
+            let next = dfa.next_state(&mut cache, sid, b).ok()?;
+            if cache.clear_count() > 0 {
+                return None;
+            }
+            if !next.is_dead() {
                 first[usize::from(b)] = true;
                 break;
             }
@@ -1762,13 +1774,17 @@ fn is_terminal(dfa: &DFA, cache: &mut LazyCache, sid: LazyStateID) -> bool {
         .representatives(0..=255)
         .filter_map(|u| u.as_u8())
         .collect();
+    // A transition may clear the cache, and `sid` is then no state of it:
+    // stop at once (not terminal: the thread is kept, which only holds back).
+    let clears = cache.clear_count();
     for b in reps {
         match dfa.next_state(cache, sid, b) {
-            Ok(next) if next.is_dead() => {}
+            Ok(next) if next.is_dead() && cache.clear_count() == clears => {}
             _ => return false,
         }
     }
     matches!(dfa.next_eoi_state(cache, sid), Ok(next) if !next.is_match())
+        && cache.clear_count() == clears
 }
 
 /// The leftmost-first match of `exact` starting at or after `pos` in

@@ -228,6 +228,28 @@ fn a_pattern_with_many_dfa_states_streams_exactly() {
     assert_eq!(out.concat(), "abc and [REDACTED_RUNS] then zzz");
 }
 
+#[test]
+fn a_dfa_that_clears_its_cache_at_load_builds_and_streams() {
+    // Its liveness DFA outgrows the session cache while it is explored at
+    // load: the exploration stops at the first clear instead of using a
+    // state id of the cleared cache (which panicked inside regex-automata).
+    // The compiler refuses the pattern (SPEC §11.4); this builds it past
+    // that check, as an old pack could.
+    let rule = crate::rules::CustomRule {
+        id: "nested".to_string(),
+        rule_type: crate::rules::RuleType::Regex,
+        action: crate::rules::RuleAction::Redact,
+        description: None,
+        pattern: crate::pattern::compile("(a{1,100}){1,100}b", &[]).unwrap(),
+    };
+    assert!(crate::pattern::check_cost(&rule.pattern).is_err());
+    let e = Evaluator::new("t", "1", &[rule]).unwrap();
+    let text = "x aaab y";
+    let (out, _) = run(&e, text, 2, StreamOptions::default());
+    assert_eq!(out.concat(), e.redacted_text(text));
+    assert_eq!(out.concat(), "x [REDACTED_NESTED] y");
+}
+
 /// Cuts `text` into pieces of `size` bytes, moved on to the next code-point
 /// boundary.
 fn byte_pieces(text: &str, size: usize) -> Vec<&str> {
