@@ -34,7 +34,7 @@ pub const STREAM_BLOCKED_EXIT: u8 = 6;
 
 fn write_out(out: &mut dyn Write, text: &str) -> Result<(), Error> {
     out.write_all(text.as_bytes())
-        .map_err(|e| Error::Io(format!("cannot write to stdout: {e}")))
+        .map_err(|e| Error::io("cannot write to stdout", e))
 }
 
 fn json_line(v: &impl serde::Serialize) -> String {
@@ -170,7 +170,7 @@ pub fn choose_pack<'a>(
 
 fn read_capped(reader: impl Read, what: &str) -> Result<Vec<u8>, Error> {
     crate::capped::read_capped(reader, MAX_RUN_INPUT_BYTES).map_err(|e| match e {
-        crate::capped::CappedError::Io(e) => Error::Io(format!("cannot read {what}: {e}")),
+        crate::capped::CappedError::Io(e) => Error::io(format_args!("cannot read {what}"), e),
         crate::capped::CappedError::TooLarge => Error::InvalidRequest(format!(
             "{what} is over the {MAX_RUN_INPUT_BYTES}-byte limit"
         )),
@@ -228,7 +228,7 @@ pub fn run(
         RunInput::Text(t) => t.clone(),
         RunInput::File(p) => {
             let f = std::fs::File::open(p)
-                .map_err(|e| Error::Io(format!("cannot read input {}: {e}", p.display())))?;
+                .map_err(|e| Error::io(format_args!("cannot read input {}", p.display()), e))?;
             let bytes = read_capped(f, &format!("input {}", p.display()))?;
             let s = String::from_utf8(bytes).map_err(|_| {
                 Error::InvalidRequest(format!("input {} is not valid UTF-8", p.display()))
@@ -263,7 +263,7 @@ fn run_stream(
         RunInput::File(p) => (
             Box::new(
                 std::fs::File::open(p)
-                    .map_err(|e| Error::Io(format!("cannot read input {}: {e}", p.display())))?,
+                    .map_err(|e| Error::io(format_args!("cannot read input {}", p.display()), e))?,
             ),
             format!("input {}", p.display()),
         ),
@@ -284,7 +284,7 @@ fn run_stream(
             Ok(0) => break,
             Ok(n) => n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(Error::Io(format!("cannot read {what}: {e}"))),
+            Err(e) => return Err(Error::io(format_args!("cannot read {what}"), e)),
         };
         let filled = carry + n;
         let piece = utf8_prefix(&buf[..filled]).ok_or_else(not_utf8)?;
@@ -328,7 +328,7 @@ fn emit_release(
     if !text.is_empty() {
         write_out(out, text)?;
         out.flush()
-            .map_err(|e| Error::Io(format!("cannot write to stdout: {e}")))?;
+            .map_err(|e| Error::io("cannot write to stdout", e))?;
     }
     match session.blocked() {
         Some(b) => {
@@ -397,7 +397,7 @@ fn run_jsonl(
     let mut reader: Box<dyn BufRead + '_> = match &args.input {
         RunInput::File(p) => Box::new(std::io::BufReader::new(
             std::fs::File::open(p)
-                .map_err(|e| Error::Io(format!("cannot read input {}: {e}", p.display())))?,
+                .map_err(|e| Error::io(format_args!("cannot read input {}", p.display()), e))?,
         )),
         RunInput::Stdin => Box::new(std::io::BufReader::new(stdin)),
         RunInput::Text(_) => {
@@ -414,7 +414,7 @@ fn run_jsonl(
         let n = (&mut reader)
             .take(MAX_RUN_INPUT_BYTES + 1)
             .read_until(b'\n', &mut line)
-            .map_err(|e| Error::Io(format!("cannot read input: {e}")))?;
+            .map_err(|e| Error::io("cannot read input", e))?;
         if n == 0 {
             break;
         }
@@ -440,10 +440,10 @@ fn run_jsonl(
                 line_error(name, &message)
             }
         };
-        writeln!(out, "{text}").map_err(|e| Error::Io(format!("cannot write to stdout: {e}")))?;
+        writeln!(out, "{text}").map_err(|e| Error::io("cannot write to stdout", e))?;
     }
     out.flush()
-        .map_err(|e| Error::Io(format!("cannot write to stdout: {e}")))?;
+        .map_err(|e| Error::io("cannot write to stdout", e))?;
     Ok(if all_ok { 0 } else { 1 })
 }
 
@@ -635,7 +635,7 @@ pub fn manifest(
     let text = json_pretty(&manifest::manifest(entries));
     match out_file {
         Some(f) => crate::atomic::write_atomic(f, text.as_bytes())
-            .map_err(|e| Error::Io(format!("cannot write manifest {}: {e}", f.display()))),
+            .map_err(|e| Error::io(format_args!("cannot write manifest {}", f.display()), e)),
         None => write_out(out, &text),
     }
 }
@@ -683,7 +683,12 @@ pub fn test(args: &TestArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result
     let coverage = args.coverage.then(|| policy_test::coverage(&results));
     if let Some(path) = &args.junit {
         crate::atomic::write_atomic(path, policy_test::report::junit(&results).as_bytes())
-            .map_err(|e| Error::Io(format!("cannot write JUnit report {}: {e}", path.display())))?;
+            .map_err(|e| {
+                Error::io(
+                    format_args!("cannot write JUnit report {}", path.display()),
+                    e,
+                )
+            })?;
     }
     if args.json {
         let report = policy_test::report::json(&results, coverage.as_ref());

@@ -173,7 +173,7 @@ pub fn compile_file(
     let compiled = compile_playbook(&bytes, &playbook_path.display().to_string(), license)?;
     let sealed = compiled.seal(license)?;
     write_atomic(out, &sealed)
-        .map_err(|e| Error::Io(format!("cannot write pack {}: {e}", out.display())))?;
+        .map_err(|e| Error::io(format_args!("cannot write pack {}", out.display()), e))?;
     Ok(CompileOutput {
         pack_id: compiled.pack_id,
         version: compiled.version,

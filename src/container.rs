@@ -40,12 +40,14 @@ pub enum PackError {
     /// A pack file that cannot be read for want of a resource (file
     /// descriptors, memory): the machine's problem, not the pack's.
     #[error("{0}")]
-    Io(String),
+    Io(String, #[source] Option<crate::error::Cause>),
     /// [`PackError::Unseal`] of a named file, at a reload (the CLI keeps the
     /// exact message of SPEC §4.3).
     #[error("{0}: {UNSEAL_MESSAGE}")]
     UnsealIn(String),
 }
+
+crate::error::io_constructor!(PackError);
 
 impl Named for PackError {
     fn name(&self) -> ErrorName {
@@ -54,7 +56,7 @@ impl Named for PackError {
             Self::Unseal => ErrorName::PackUnsealError,
             Self::Integrity(_) => ErrorName::PackIntegrityError,
             Self::NotFound(_) => ErrorName::PackNotFoundError,
-            Self::Io(_) => ErrorName::IoError,
+            Self::Io(..) => ErrorName::IoError,
             Self::UnsealIn(_) => ErrorName::PackUnsealError,
         }
     }
@@ -202,7 +204,7 @@ pub fn read_pack_file(path: &Path) -> Result<Vec<u8>, PackError> {
     let name = path.display();
     crate::capped::read_file_capped(path, MAX_PACK_BYTES).map_err(|e| match e {
         crate::capped::CappedError::Io(e) if crate::capped::is_exhaustion(&e) => {
-            PackError::Io(format!("{name}: cannot read pack: {e}"))
+            PackError::io(format_args!("{name}: cannot read pack"), e)
         }
         crate::capped::CappedError::Io(e) => {
             PackError::Format(format!("{name}: cannot read pack: {e}"))

@@ -2,6 +2,7 @@
 //! knows nothing of files, keys or payloads.
 
 use std::fmt;
+use std::sync::Arc;
 
 /// Every error name the tool and the runtime report (SPEC §4.3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -153,6 +154,69 @@ impl fmt::Display for ErrorName {
     }
 }
 
+/// The underlying error of a failure (an OS error, a runtime's), kept as the
+/// `source()` of the error that reports it rather than only flattened into
+/// its message. Shared, so that the errors holding it stay `Clone`; compared
+/// by what it says, as those errors are compared in tests.
+#[derive(Debug, Clone)]
+pub struct Cause(Arc<dyn std::error::Error + Send + Sync>);
+
+impl Cause {
+    /// Keeps `e` as a cause.
+    pub fn new(e: impl std::error::Error + Send + Sync + 'static) -> Self {
+        Self(Arc::new(e))
+    }
+}
+
+impl fmt::Display for Cause {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::error::Error for Cause {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.0.source()
+    }
+}
+
+impl PartialEq for Cause {
+    fn eq(&self, other: &Self) -> bool {
+        self.to_string() == other.to_string()
+    }
+}
+
+impl Eq for Cause {}
+
+/// `"{context}: {e}"`, the message of a failure with a cause, and the cause
+/// kept: every `Io` variant is built through it (the message stays what it
+/// always printed; the cause is also its `source()`).
+pub fn caused(
+    context: impl fmt::Display,
+    e: impl std::error::Error + Send + Sync + 'static,
+) -> (String, Option<Cause>) {
+    (format!("{context}: {e}"), Some(Cause::new(e)))
+}
+
+/// Gives an error enum whose `Io(String, Option<Cause>)` variant is its
+/// `IoError` the constructor `io(context, e)` (one definition for every
+/// layer's error type).
+macro_rules! io_constructor {
+    ($t:ty) => {
+        impl $t {
+            /// An `Io` error: `"{context}: {e}"`, with `e` kept as its source.
+            pub fn io(
+                context: impl std::fmt::Display,
+                e: impl std::error::Error + Send + Sync + 'static,
+            ) -> Self {
+                let (message, cause) = $crate::error::caused(context, e);
+                Self::Io(message, cause)
+            }
+        }
+    };
+}
+pub(crate) use io_constructor;
+
 /// Errors that carry a SPEC §4.3 name: every layer's error type implements it.
 pub trait Named {
     /// The SPEC name of this error.
@@ -178,5 +242,18 @@ mod tests {
             assert_eq!(ErrorName::from_name(n.as_str()), Some(n));
         }
         assert_eq!(ErrorName::from_name("InternalError"), None);
+    }
+
+    #[test]
+    fn an_io_error_keeps_its_cause_and_its_message() {
+        use std::error::Error as _;
+        let e = crate::Error::io("cannot write x", std::io::Error::other("disk full"));
+        assert_eq!(e.to_string(), "cannot write x: disk full");
+        assert_eq!(e.name(), ErrorName::IoError);
+        assert_eq!(
+            e.source().map(ToString::to_string).as_deref(),
+            Some("disk full")
+        );
+        assert_eq!(e.clone(), e);
     }
 }

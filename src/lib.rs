@@ -79,7 +79,7 @@ pub enum Error {
     /// A file with no kind of its own that cannot be read or written, or a
     /// server that cannot be reached (`download-pack`).
     #[error("{0}")]
-    Io(String),
+    Io(String, #[source] Option<crate::error::Cause>),
     /// An error another Helixor service answered with (the catalog's
     /// refusal of `download-pack`): its name and message, as sent.
     #[error("{message}")]
@@ -91,6 +91,8 @@ pub enum Error {
     },
 }
 
+crate::error::io_constructor!(Error);
+
 impl Named for Error {
     fn name(&self) -> ErrorName {
         match self {
@@ -101,7 +103,7 @@ impl Named for Error {
             Self::Config(_) => ErrorName::ConfigError,
             Self::Usage(_) => ErrorName::UsageError,
             Self::InvalidRequest(_) => ErrorName::InvalidRequestError,
-            Self::Io(_) => ErrorName::IoError,
+            Self::Io(..) => ErrorName::IoError,
             Self::Remote { name, .. } => *name,
         }
     }

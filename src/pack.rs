@@ -39,8 +39,10 @@ pub struct LoadedPack {
     pub bytes: usize,
     /// Where it came from (for messages).
     pub source: String,
-    /// The compiled playbook. Holds patterns: never serialise it to clients.
-    pub doc: Map<String, Value>,
+    /// The compiled playbook, in plaintext. Crate-only: it holds the
+    /// patterns a sealed pack protects, so no caller outside the runtime
+    /// can read or serialise it (the SDK manifest reads it here).
+    pub(crate) doc: Map<String, Value>,
     /// The custom rules, without patterns.
     pub rules: Vec<RuleSummary>,
     /// Declared solver names.

@@ -27,7 +27,7 @@
 use super::CATALOG_URL_ENV;
 use crate::atomic::write_atomic;
 use crate::container::MAX_PACK_BYTES;
-use crate::error::ErrorName;
+use crate::error::{Cause, ErrorName};
 use crate::license::{License, LicenseArgs};
 use crate::pack::load_pack;
 use crate::{Error, PackError};
@@ -149,7 +149,7 @@ fn is_loopback(base: &str) -> bool {
 
 fn unreachable(base: &str, timeout: Duration, e: ureq::Error) -> Error {
     let ms = timeout.as_millis();
-    Error::Io(match e {
+    let message = match &e {
         ureq::Error::Timeout(t) => {
             format!("the catalog at {base} did not answer within {ms} ms (--timeout-ms; {t})")
         }
@@ -164,7 +164,8 @@ fn unreachable(base: &str, timeout: Duration, e: ureq::Error) -> Error {
             format!("cannot reach the catalog at {base}: the TLS handshake failed: {e}")
         }
         other => format!("cannot reach the catalog at {base}: {other}"),
-    })
+    };
+    Error::Io(message, Some(Cause::new(e)))
 }
 
 /// Reads the license as SPEC §5 step 1 checks it, keeping its bytes (to
@@ -194,16 +195,17 @@ fn refusal(url: &str, status: u16, body: &[u8]) -> Error {
                 name,
                 message: format!("the catalog at {url} answered {status}: {message}"),
             },
-            None => Error::Io(format!(
-                "the catalog at {url} answered {status} {name}: {message}"
-            )),
+            None => Error::Io(
+                format!("the catalog at {url} answered {status} {name}: {message}"),
+                None,
+            ),
         },
         None if (300..400).contains(&status) => Error::Io(format!(
             "the catalog at {url} answered {status}, a redirect: redirects are not followed (a license is only sent to the URL given); use the URL it names"
-        )),
+        ), None),
         None => Error::Io(format!(
             "the catalog at {url} answered {status} without a Helixor error body"
-        )),
+        ), None),
     }
 }
 
@@ -283,7 +285,7 @@ pub fn download_pack(
         .into());
     }
     write_atomic(&req.out, &bytes)
-        .map_err(|e| Error::Io(format!("cannot write pack {}: {e}", req.out.display())))?;
+        .map_err(|e| Error::io(format_args!("cannot write pack {}", req.out.display()), e))?;
     Ok(Downloaded {
         pack_id: pack.pack_id,
         version: pack.version,

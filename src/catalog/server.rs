@@ -146,19 +146,19 @@ pub fn serve(opts: &CatalogServeOptions) -> Result<u8, Error> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
-        .map_err(|e| Error::Io(format!("cannot start the async runtime: {e}")))?;
+        .map_err(|e| Error::io("cannot start the async runtime", e))?;
     runtime.block_on(run(Arc::new(catalog), listen))
 }
 
 /// Serves `catalog` on `listen` (inside a tokio runtime) until `SIGTERM` or
 /// `SIGINT`; prints `listening on ADDR` on stdout once the listener is open.
 pub async fn run(catalog: Arc<Catalog>, listen: SocketAddr) -> Result<u8, Error> {
-    let io = |what: &'static str| move |e: std::io::Error| Error::Io(format!("{what}: {e}"));
+    let io = |what: &'static str| move |e: std::io::Error| Error::io(what, e);
     let term = signal(SignalKind::terminate()).map_err(io("cannot handle SIGTERM"))?;
     let int = signal(SignalKind::interrupt()).map_err(io("cannot handle SIGINT"))?;
     let listener = tokio::net::TcpListener::bind(listen)
         .await
-        .map_err(|e| Error::Io(format!("cannot listen on {listen}: {e}")))?;
+        .map_err(|e| Error::io(format_args!("cannot listen on {listen}"), e))?;
     let local = listener
         .local_addr()
         .map_err(io("cannot read the bound address"))?;

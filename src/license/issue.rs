@@ -25,8 +25,8 @@ pub struct KeygenOutput {
     pub public_key: String,
 }
 
-fn io_err(path: &Path, e: impl std::fmt::Display) -> LicenseError {
-    LicenseError::Io(format!("cannot write {}: {e}", path.display()))
+fn io_err(path: &Path, e: impl std::error::Error + Send + Sync + 'static) -> LicenseError {
+    LicenseError::io(format_args!("cannot write {}", path.display()), e)
 }
 
 /// Writes `bytes` to `path` with mode 0600, atomically (key material).

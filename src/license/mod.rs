@@ -53,8 +53,10 @@ pub enum LicenseError {
     /// An output file (issued license, key pair) that cannot be written, or
     /// a license that cannot be read for want of a resource (file descriptors).
     #[error("{0}")]
-    Io(String),
+    Io(String, #[source] Option<crate::error::Cause>),
 }
+
+crate::error::io_constructor!(LicenseError);
 
 impl Named for LicenseError {
     fn name(&self) -> ErrorName {
@@ -65,7 +67,7 @@ impl Named for LicenseError {
             Self::NotYetValid(_) => ErrorName::LicenseNotYetValidError,
             Self::Expired(_) => ErrorName::LicenseExpiredError,
             Self::Entitlement(_) => ErrorName::LicenseEntitlementError,
-            Self::Io(_) => ErrorName::IoError,
+            Self::Io(..) => ErrorName::IoError,
         }
     }
 }
@@ -148,7 +150,7 @@ impl License {
                     LicenseError::NotFound(format!("license file {name} does not exist"))
                 }
                 CappedError::Io(e) if crate::capped::is_exhaustion(&e) => {
-                    LicenseError::Io(format!("cannot read license file {name}: {e}"))
+                    LicenseError::io(format_args!("cannot read license file {name}"), e)
                 }
                 CappedError::Io(e) => {
                     LicenseError::Invalid(format!("cannot read license file {name}: {e}"))

@@ -47,7 +47,7 @@ pub enum PolicyTestError {
     Paths(String),
     /// A directory that cannot be listed (`IoError`, exit 1).
     #[error("{0}")]
-    Io(String),
+    Io(String, #[source] Option<crate::error::Cause>),
     /// The playbook, pack or license of a test file failed its checks: that
     /// error, its name, exit code and message unchanged, with the test file
     /// as context (text errors print it on a line of its own).
@@ -60,12 +60,14 @@ pub enum PolicyTestError {
     },
 }
 
+crate::error::io_constructor!(PolicyTestError);
+
 impl Named for PolicyTestError {
     fn name(&self) -> ErrorName {
         match self {
             Self::TestFile(_) => ErrorName::CompilerError,
             Self::Paths(_) => ErrorName::UsageError,
-            Self::Io(_) => ErrorName::IoError,
+            Self::Io(..) => ErrorName::IoError,
             Self::Subject { error, .. } => error.name(),
         }
     }
@@ -98,7 +100,7 @@ pub fn find_test_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, PolicyTestErro
             if e.kind() == std::io::ErrorKind::NotFound {
                 PolicyTestError::Paths(format!("test path {} does not exist", p.display()))
             } else {
-                PolicyTestError::Io(format!("cannot read test path {}: {e}", p.display()))
+                PolicyTestError::io(format_args!("cannot read test path {}", p.display()), e)
             }
         })?;
         if meta.is_dir() {
@@ -124,7 +126,7 @@ pub fn find_test_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, PolicyTestErro
 
 fn walk(dir: &Path, found: &mut Vec<PathBuf>) -> Result<(), PolicyTestError> {
     let io = |e: std::io::Error| {
-        PolicyTestError::Io(format!("cannot read directory {}: {e}", dir.display()))
+        PolicyTestError::io(format_args!("cannot read directory {}", dir.display()), e)
     };
     let mut entries = std::fs::read_dir(dir)
         .map_err(io)?

@@ -152,7 +152,7 @@ pub fn list_pack_files(dir: &Path) -> Result<Vec<PathBuf>, Error> {
         if e.kind() == std::io::ErrorKind::NotFound {
             PackError::NotFound(format!("packs directory {name} does not exist"))
         } else if crate::capped::is_exhaustion(&e) {
-            PackError::Io(format!("packs directory {name} cannot be listed: {e}"))
+            PackError::io(format_args!("packs directory {name} cannot be listed"), e)
         } else {
             PackError::NotFound(format!("packs directory {name} cannot be listed: {e}"))
         }
@@ -178,7 +178,7 @@ pub fn list_pack_files(dir: &Path) -> Result<Vec<PathBuf>, Error> {
             }
             Err(e) if crate::capped::is_exhaustion(&e) => {
                 return Err(
-                    PackError::Io(format!("{}: cannot read pack: {e}", path.display())).into(),
+                    PackError::io(format_args!("{}: cannot read pack", path.display()), e).into(),
                 )
             }
             Err(e) => {

@@ -74,8 +74,7 @@ impl AppState {
     /// The state for `config`, serving `generation` if given (start-up:
     /// generation 1; `None` answers 503 until a reload succeeds).
     pub fn new(config: Config, generation: Option<Generation>) -> Result<Arc<Self>, Error> {
-        let metrics =
-            Metrics::new().map_err(|e| Error::Io(format!("cannot create the metrics: {e}")))?;
+        let metrics = Metrics::new().map_err(|e| Error::io("cannot create the metrics", e))?;
         let state = Arc::new(Self {
             sources: Sources::from_config(&config),
             slots: Arc::new(tokio::sync::Semaphore::new(config.limits.max_concurrency)),
@@ -175,12 +174,12 @@ pub fn serve(opts: &ServeOptions) -> Result<u8, Error> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
-        .map_err(|e| Error::Io(format!("cannot start the async runtime: {e}")))?;
+        .map_err(|e| Error::io("cannot start the async runtime", e))?;
     runtime.block_on(run(config))
 }
 
 fn io(what: &str) -> impl Fn(std::io::Error) -> Error + '_ {
-    move |e| Error::Io(format!("{what}: {e}"))
+    move |e| Error::io(what, e)
 }
 
 /// Runs the server with a resolved configuration (inside a tokio runtime).
@@ -188,7 +187,7 @@ pub async fn run(config: Config) -> Result<u8, Error> {
     let sources = Sources::from_config(&config);
     let generation = tokio::task::spawn_blocking(move || Generation::load(&sources, 1))
         .await
-        .map_err(|e| Error::Io(format!("the start-up load did not finish: {e}")))??;
+        .map_err(|e| Error::io("the start-up load did not finish", e))??;
     // Signals first: a SIGHUP or SIGTERM from now on is handled, not fatal.
     let hup = signal(SignalKind::hangup()).map_err(io("cannot handle SIGHUP"))?;
     let term = signal(SignalKind::terminate()).map_err(io("cannot handle SIGTERM"))?;
@@ -200,7 +199,7 @@ pub async fn run(config: Config) -> Result<u8, Error> {
 
     let listener = tokio::net::TcpListener::bind(listen)
         .await
-        .map_err(|e| Error::Io(format!("cannot listen on {listen}: {e}")))?;
+        .map_err(|e| Error::io(format_args!("cannot listen on {listen}"), e))?;
     let local: SocketAddr = listener
         .local_addr()
         .map_err(io("cannot read the bound address"))?;

@@ -199,11 +199,14 @@ pub async fn spawn(
     stop: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> Result<(SocketAddr, tokio::task::JoinHandle<()>), crate::Error> {
     let listener = tokio::net::TcpListener::bind(listen).await.map_err(|e| {
-        crate::Error::Io(format!("cannot listen on {listen} (ext_proc.listen): {e}"))
+        crate::Error::io(
+            format_args!("cannot listen on {listen} (ext_proc.listen)"),
+            e,
+        )
     })?;
     let local = listener
         .local_addr()
-        .map_err(|e| crate::Error::Io(format!("cannot read the ext_proc address: {e}")))?;
+        .map_err(|e| crate::Error::io("cannot read the ext_proc address", e))?;
     // Envoy sends one small message per body chunk and waits for its answer:
     // Nagle's delay would add tens of milliseconds to each. (The builder's
     // `tcp_nodelay` does not apply to an incoming stream given to it.)
