@@ -9,7 +9,7 @@ mod receipt;
 mod stream;
 
 pub use decision::{Decision, Severity, Source, Trigger, BLOCKED_TEXT, PERMIT_ACTION};
-pub use normalize::Normalize;
+pub use normalize::{warm as warm_normalize, Normalize};
 pub use receipt::{receipt_hash, RECEIPT_SCHEMA};
 pub use stream::{
     Blocked, OwnedStreamSession, Released, Session, StreamOptions, StreamSession,

@@ -161,21 +161,43 @@ fn is_inert_slow(c: char) -> bool {
         && is_nfkc_quick(std::iter::once(c)) == IsNormalized::Yes
 }
 
+/// Blocks of the BMP whose every code point is inert (Lo or Co letters with
+/// no decomposition): CJK Unified Ideographs, Hangul syllables, private use.
+/// The table takes them whole instead of asking the slow test 38,000 times
+/// (a test checks them one by one).
+const INERT_BLOCKS: [(u32, u32); 3] = [(0x4E00, 0x9FFF), (0xAC00, 0xD7A3), (0xE000, 0xF8FF)];
+
 /// [`is_inert_slow`] for every code point of the Basic Multilingual Plane,
-/// one bit each (8 KiB, built once, at the first non-ASCII text): the
-/// normalization crate's quick check costs about 150 instructions a
-/// character, a bit test a few.
+/// one bit each (8 KiB, built once, at the first non-ASCII text the view is
+/// asked about, or by [`warm`]): the normalization crate's quick check costs
+/// about 150 instructions a character, a bit test a few.
 fn inert_bmp() -> &'static [u64] {
     static BITS: std::sync::OnceLock<Vec<u64>> = std::sync::OnceLock::new();
     BITS.get_or_init(|| {
         let mut bits = vec![0u64; 1024];
-        for cp in 0x80u32..0x1_0000 {
+        let mut cp = 0x80u32;
+        while cp < 0x1_0000 {
+            if let Some(&(_, last)) = INERT_BLOCKS.iter().find(|(first, _)| *first == cp) {
+                for c in cp..=last {
+                    bits[(c / 64) as usize] |= 1 << (c % 64);
+                }
+                cp = last + 1;
+                continue;
+            }
             if char::from_u32(cp).is_some_and(is_inert_slow) {
                 bits[(cp / 64) as usize] |= 1 << (cp % 64);
             }
+            cp += 1;
         }
         bits
     })
+}
+
+/// Builds the view's character table now (about 4 ms once per process),
+/// so that no request pays for it: a server whose `engine.normalize` is
+/// `evasion` calls it at start-up.
+pub fn warm() {
+    inert_bmp();
 }
 
 fn is_inert(c: char, bmp: &[u64]) -> bool {
@@ -550,6 +572,15 @@ mod tests {
         assert!(!is_inert('１', bmp) && !is_inert('\u{200D}', bmp) && !is_inert('٣', bmp));
         assert!(!is_inert('\u{301}', bmp) && !is_inert('\u{FB01}', bmp));
         assert!(is_inert('😀', bmp) && !is_inert('𝟏', bmp));
+        for &(first, last) in &INERT_BLOCKS {
+            for cp in first..=last {
+                let c = char::from_u32(cp).unwrap_or('\0');
+                assert!(
+                    is_inert_slow(c),
+                    "U+{cp:04X} is in an inert block but is not inert"
+                );
+            }
+        }
     }
 
     #[test]

@@ -185,9 +185,16 @@ fn io(what: &str) -> impl Fn(std::io::Error) -> Error + '_ {
 /// Runs the server with a resolved configuration (inside a tokio runtime).
 pub async fn run(config: Config) -> Result<u8, Error> {
     let sources = Sources::from_config(&config);
-    let generation = tokio::task::spawn_blocking(move || Generation::load(&sources, 1))
-        .await
-        .map_err(|e| Error::io("the start-up load did not finish", e))??;
+    let evasion = config.normalize == crate::engine::Normalize::Evasion;
+    let generation = tokio::task::spawn_blocking(move || {
+        if evasion {
+            // The evasion view's table, built before the first request.
+            crate::engine::warm_normalize();
+        }
+        Generation::load(&sources, 1)
+    })
+    .await
+    .map_err(|e| Error::io("the start-up load did not finish", e))??;
     // Signals first: a SIGHUP or SIGTERM from now on is handled, not fatal.
     let hup = signal(SignalKind::hangup()).map_err(io("cannot handle SIGHUP"))?;
     let term = signal(SignalKind::terminate()).map_err(io("cannot handle SIGTERM"))?;
