@@ -213,14 +213,7 @@ fn a_pattern_with_many_dfa_states_streams_exactly() {
     // session still releases exactly W(T). The compiler now refuses this
     // pattern as too costly (SPEC §11.4: its DFA keeps building states on
     // random text), so the rule is built past that check.
-    let rule = crate::rules::CustomRule {
-        id: "runs".to_string(),
-        rule_type: crate::rules::RuleType::Regex,
-        action: crate::rules::RuleAction::Redact,
-        description: None,
-        pattern: crate::pattern::compile("[a-z]{1,40}x[a-z]{1,40}", &[]).unwrap(),
-    };
-    assert!(crate::pattern::check_cost(&rule.pattern).is_err());
+    let rule = past_the_cost_check("runs", "[a-z]{1,40}x[a-z]{1,40}");
     let e = Evaluator::new("t", "1", &[rule]).unwrap();
     let text = "abc and qqqqxqqq then zzz";
     let (out, _) = run(&e, text, 3, StreamOptions::default());
@@ -235,19 +228,26 @@ fn a_dfa_that_clears_its_cache_at_load_builds_and_streams() {
     // state id of the cleared cache (which panicked inside regex-automata).
     // The compiler refuses the pattern (SPEC §11.4); this builds it past
     // that check, as an old pack could.
-    let rule = crate::rules::CustomRule {
-        id: "nested".to_string(),
-        rule_type: crate::rules::RuleType::Regex,
-        action: crate::rules::RuleAction::Redact,
-        description: None,
-        pattern: crate::pattern::compile("(a{1,100}){1,100}b", &[]).unwrap(),
-    };
-    assert!(crate::pattern::check_cost(&rule.pattern).is_err());
+    let rule = past_the_cost_check("nested", "(a{1,100}){1,100}b");
     let e = Evaluator::new("t", "1", &[rule]).unwrap();
     let text = "x aaab y";
     let (out, _) = run(&e, text, 2, StreamOptions::default());
     assert_eq!(out.concat(), e.redacted_text(text));
     assert_eq!(out.concat(), "x [REDACTED_NESTED] y");
+}
+
+/// A redacting rule built without the compiler's cost check (SPEC §11.4),
+/// as a pack sealed before it could hold; the check must refuse it.
+fn past_the_cost_check(id: &str, pattern: &str) -> crate::rules::CustomRule {
+    let rule = crate::rules::CustomRule {
+        id: id.to_string(),
+        rule_type: crate::rules::RuleType::Regex,
+        action: crate::rules::RuleAction::Redact,
+        description: None,
+        pattern: crate::pattern::compile(pattern, &[]).unwrap(),
+    };
+    assert!(crate::pattern::check_cost(&rule.pattern).is_err());
+    rule
 }
 
 /// Cuts `text` into pieces of `size` bytes, moved on to the next code-point
