@@ -796,7 +796,7 @@ impl<'de> serde::de::Visitor<'de> for Strict {
     }
 }
 
-pub(super) fn as_object<'v>(v: &'v Value, what: &str) -> Result<&'v Map<String, Value>, String> {
+pub(crate) fn as_object<'v>(v: &'v Value, what: &str) -> Result<&'v Map<String, Value>, String> {
     v.as_object()
         .ok_or_else(|| format!("{what} must be a JSON object, not {}", type_name(v)))
 }
@@ -813,7 +813,7 @@ pub(super) fn type_name(v: &Value) -> &'static str {
 }
 
 /// `text` (required string) and `pack_id` (optional string) of a request object.
-pub(super) fn text_and_pack(obj: &Map<String, Value>) -> Result<(&str, Option<&str>), String> {
+pub(crate) fn text_and_pack(obj: &Map<String, Value>) -> Result<(&str, Option<&str>), String> {
     let text = match obj.get("text") {
         Some(Value::String(s)) => s.as_str(),
         Some(other) => return Err(format!("`text` must be a string, not {}", type_name(other))),

@@ -1,0 +1,127 @@
+//! Replays every file of `fuzz/corpus/<target>/` and
+//! `fuzz/regressions/<target>/` through the fuzz harnesses
+//! (`helixor::fuzzing`), so an input that once broke an invariant stays a
+//! test, and the minimised corpus keeps running under `cargo test`.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+
+use helixor::fuzzing::TARGETS;
+use std::path::{Path, PathBuf};
+
+fn fuzz_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz")
+}
+
+/// The files directly under `dir` (none if it does not exist), sorted.
+fn files(dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut out: Vec<PathBuf> = entries
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.is_file()
+                && !p
+                    .file_name()
+                    .is_some_and(|n| n == "README.md" || n == ".gitkeep")
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+fn replay(kind: &str) -> usize {
+    let mut count = 0;
+    for (name, harness) in TARGETS {
+        for path in files(&fuzz_dir().join(kind).join(name)) {
+            let data = std::fs::read(&path).unwrap();
+            let outcome = std::panic::catch_unwind(|| harness(&data));
+            assert!(
+                outcome.is_ok(),
+                "{} broke an invariant of `{name}`",
+                path.display()
+            );
+            count += 1;
+        }
+    }
+    count
+}
+
+#[test]
+fn corpus_replays_without_a_broken_invariant() {
+    let n = replay("corpus");
+    assert!(
+        n >= TARGETS.len(),
+        "only {n} corpus files under fuzz/corpus/"
+    );
+}
+
+#[test]
+fn regressions_replay_without_a_broken_invariant() {
+    replay("regressions");
+}
+
+#[test]
+fn seeds_replay_without_a_broken_invariant() {
+    let n = replay("seeds");
+    assert!(n >= TARGETS.len(), "only {n} seed files under fuzz/seeds/");
+}
+
+#[test]
+fn every_target_has_a_binary_and_seeds() {
+    for (name, _) in TARGETS {
+        assert!(
+            fuzz_dir()
+                .join("src/bin")
+                .join(format!("{name}.rs"))
+                .is_file(),
+            "{name}"
+        );
+        assert!(
+            !files(&fuzz_dir().join("seeds").join(name)).is_empty(),
+            "no seeds for {name}"
+        );
+    }
+}
+
+/// Writes the seeds that need the harnesses' fixed keys: the demo
+/// playbooks sealed for the fixture license, and the fixture license.
+/// Run by `scripts/fuzz.sh seeds` (`--ignored`), not by CI.
+#[test]
+#[ignore = "writes fuzz/seeds/; run by scripts/fuzz.sh seeds"]
+fn write_fixture_seeds() {
+    use helixor::compiler::{compile_in_memory, Entitlement};
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let seeds = fuzz_dir().join("seeds");
+    for dir in ["container", "license"] {
+        std::fs::create_dir_all(seeds.join(dir)).unwrap();
+    }
+    std::fs::write(
+        seeds.join("license/fixture.hxlic"),
+        helixor::fuzzing::fixture_license_json(),
+    )
+    .unwrap();
+    let mut playbooks = files(&root.join("config/demo/playbooks"));
+    playbooks.extend(files(&root.join("tests/fixtures")));
+    for p in playbooks {
+        let name = p.file_name().unwrap().to_string_lossy().to_string();
+        if !name.ends_with(".yaml") || name.ends_with(".test.yaml") {
+            continue;
+        }
+        let bytes = std::fs::read(&p).unwrap();
+        let Ok(c) = compile_in_memory(&bytes, &name, Entitlement::PolicyTest) else {
+            continue;
+        };
+        let stem = name.trim_end_matches(".yaml");
+        let sealed = helixor::fuzzing::seal_for_fixture(&c.pack_id, &c.plaintext).unwrap();
+        std::fs::write(
+            seeds.join(format!("container/{stem}.fixture.hxpack")),
+            sealed,
+        )
+        .unwrap();
+        std::fs::write(
+            seeds.join(format!("container/{stem}.plain.json")),
+            &*c.plaintext,
+        )
+        .unwrap();
+    }
+}
