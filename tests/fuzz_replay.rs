@@ -83,6 +83,21 @@ fn every_target_has_a_binary_and_seeds() {
     }
 }
 
+/// The fixture-sealed seeds open with the fixture license: the
+/// `container` target starts past the decryption.
+#[test]
+fn fixture_sealed_seeds_load() {
+    let mut n = 0;
+    for p in files(&fuzz_dir().join("seeds/container")) {
+        if p.to_string_lossy().ends_with(".fixture.hxpack") {
+            let bytes = std::fs::read(&p).unwrap();
+            helixor::pack::load_pack(&bytes, "seed", helixor::fuzzing::fixture_license()).unwrap();
+            n += 1;
+        }
+    }
+    assert!(n > 0, "no fixture-sealed seed");
+}
+
 /// Writes the seeds that need the harnesses' fixed keys: the demo
 /// playbooks sealed for the fixture license, and the fixture license.
 /// Run by `scripts/fuzz.sh seeds` (`--ignored`), not by CI.
