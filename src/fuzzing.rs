@@ -268,10 +268,8 @@ pub fn json_body(data: &[u8]) {
     let lax = serde_json::from_slice::<Value>(data);
     let dup = has_duplicate_key(data);
     match (&strict, &lax) {
-        (Ok(s), Ok(l)) => {
-            if s != l || dup == Some(true) {
-                broken("the strict parser read another value, or kept a key twice".into());
-            }
+        (Ok(s), Ok(l)) if s != l || dup == Some(true) => {
+            broken("the strict parser read another value, or kept a key twice".into())
         }
         (Ok(_), Err(_)) => broken("the strict parser accepts what serde_json refuses".into()),
         (Err(_), Ok(_)) if dup != Some(true) => {
@@ -507,8 +505,11 @@ pub fn stream(data: &[u8]) {
     }
 }
 
+/// A harness: arbitrary bytes in, a panic only on a broken invariant.
+pub type Harness = fn(&[u8]);
+
 /// Every harness by target name, as `fuzz/` and the replay test name them.
-pub const TARGETS: [(&str, fn(&[u8])); 5] = [
+pub const TARGETS: [(&str, Harness); 5] = [
     ("container", container),
     ("license", license),
     ("playbook", playbook),
