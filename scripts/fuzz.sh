@@ -46,6 +46,10 @@ has_afl() {
 }
 has_afl || cargo afl config --build
 has_afl || { echo "cargo afl has no afl-fuzz: see cargo afl config --help" >&2; exit 1; }
+# afl-cmin runs afl-showmap from PATH: cargo-afl's own, not another AFL++
+# (Debian's afl++ 4.04c lacks the options that cargo-afl's afl-cmin passes).
+afl_bin=$(dirname "$(cargo afl fuzz -h 2>&1 | grep -o '/[^ ]*/afl-fuzz' | head -1)")
+export PATH=$afl_bin:$PATH AFL_PATH=$afl_bin
 
 (cd fuzz && nice -n 19 cargo afl build --release --locked)
 bin=$CARGO_TARGET_DIR/release
@@ -71,10 +75,11 @@ for t in "${targets[@]}"; do
     grep -E '^(run_time|execs_done|execs_per_sec|corpus_count|saved_crashes|saved_hangs|stability|bitmap_cvg) ' "$stats" || true
     cat "$out/$t/cpu.txt"
 
-    # The minimised corpus, named by content so reruns do not churn.
+    # The minimised corpus (-e: edges only, hit counts ignored, which keeps
+    # it small), named by content so reruns do not churn.
     min=$out/$t/cmin
     rm -rf "$min"
-    nice -n 19 cargo afl cmin -i "$out/$t/out/default/queue" -o "$min" -t 5000 -- "$bin/$t" \
+    nice -n 19 cargo afl cmin -e -i "$out/$t/out/default/queue" -o "$min" -t 5000 -- "$bin/$t" \
         >"$out/$t/cmin.log" 2>&1 || { tail -20 "$out/$t/cmin.log"; exit 1; }
     rm -rf fuzz/corpus/"$t" && mkdir -p fuzz/corpus/"$t"
     for f in "$min"/*; do
