@@ -66,8 +66,11 @@ for t in "${targets[@]}"; do
     cp fuzz/seeds/"$t"/* "$seeds"/
     if [ -d fuzz/corpus/"$t" ]; then cp fuzz/corpus/"$t"/* "$seeds"/ 2>/dev/null || true; fi
     # -t: a run over 2 s is a hang (kept in AFL's output, not a regression).
-    # /usr/bin/time reports the CPU seconds of afl-fuzz and the target (AFL's
-    # run_time is wall-clock).
+    # /usr/bin/time reports the CPU seconds of afl-fuzz and of the target
+    # processes that were reaped (AFL's run_time is wall-clock). A lower
+    # bound: the persistent-mode child that runs until the end is killed,
+    # not reaped, so its time is missing (most of it on a slow target);
+    # sample /proc/<pid>/stat of the target while it runs for the full figure.
     nice -n 19 /usr/bin/time -f 'cpu_seconds %U user %S sys' -o "$out/$t/cpu.txt" \
         cargo afl fuzz -i "$seeds" -o "$out/$t/out" -V "$secs" -t 2000 -- "$bin/$t" \
         >"$out/$t/afl.log" 2>&1 || { tail -30 "$out/$t/afl.log"; exit 1; }
