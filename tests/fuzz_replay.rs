@@ -29,21 +29,41 @@ fn files(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
+/// Runs every file of `fuzz/<kind>/<target>/` through its harness, the files
+/// shared among one thread per core (a debug build spends most of the time
+/// building the engines of the packs that load); returns how many ran.
 fn replay(kind: &str) -> usize {
-    let mut count = 0;
+    let mut jobs: Vec<(&str, fn(&[u8]), PathBuf)> = Vec::new();
     for (name, harness) in TARGETS {
         for path in files(&fuzz_dir().join(kind).join(name)) {
-            let data = std::fs::read(&path).unwrap();
-            let outcome = std::panic::catch_unwind(|| harness(&data));
-            assert!(
-                outcome.is_ok(),
-                "{} broke an invariant of `{name}`",
-                path.display()
-            );
-            count += 1;
+            jobs.push((name, harness, path));
         }
     }
-    count
+    let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let failures: Vec<String> = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..threads)
+            .map(|i| {
+                let jobs = &jobs;
+                s.spawn(move || {
+                    let mut failed = Vec::new();
+                    for (name, harness, path) in jobs.iter().skip(i).step_by(threads) {
+                        let data = std::fs::read(path).unwrap();
+                        if std::panic::catch_unwind(|| harness(&data)).is_err() {
+                            failed
+                                .push(format!("{} broke an invariant of `{name}`", path.display()));
+                        }
+                    }
+                    failed
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|w| w.join().unwrap())
+            .collect()
+    });
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    jobs.len()
 }
 
 #[test]
