@@ -66,7 +66,7 @@ fn signing_key() -> SigningKey {
     SigningKey::from_bytes(&[0x5a; 32])
 }
 
-/// The trusted issuer keys that hold [`signing_key`]'s public half.
+/// The trusted issuer keys that hold the fixed signing key's public half.
 pub fn issuer_keys() -> IssuerKeys {
     IssuerKeys::from_keys(
         [(ISSUER_KEY_ID.to_string(), signing_key().verifying_key())],

@@ -4,7 +4,7 @@
 //! test, and the minimised corpus keeps running under `cargo test`.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
-use helixor::fuzzing::TARGETS;
+use helixor::fuzzing::{Harness, TARGETS};
 use std::path::{Path, PathBuf};
 
 fn fuzz_dir() -> PathBuf {
@@ -33,7 +33,7 @@ fn files(dir: &Path) -> Vec<PathBuf> {
 /// shared among one thread per core (a debug build spends most of the time
 /// building the engines of the packs that load); returns how many ran.
 fn replay(kind: &str) -> usize {
-    let mut jobs: Vec<(&str, fn(&[u8]), PathBuf)> = Vec::new();
+    let mut jobs: Vec<(&str, Harness, PathBuf)> = Vec::new();
     for (name, harness) in TARGETS {
         for path in files(&fuzz_dir().join(kind).join(name)) {
             jobs.push((name, harness, path));
