@@ -33,6 +33,8 @@ pub mod container;
 pub mod crypto;
 pub mod engine;
 pub mod error;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod glob;
 pub mod license;
 pub mod manifest;
