@@ -33,9 +33,10 @@ pub const LICENSE_ID: &str = "lic_fuzz_0001";
 const PROBE_TEXT: &str = "Mail jane.doe@example.com or call (415) 555-0123; \
     card 4111 1111 1111 1111, SSN 123-45-6789, MRN 12345678, TCK-123456, secret plan.";
 
-/// Custom rules of the second stream evaluator: flags, Luhn, overlaps.
-const PROBE_RULES: &str = r#"
-pack_id: fuzz.stream_probe.v1
+/// Custom rules of the second stream evaluator (and of the stream property
+/// tests): flags, Luhn, overlaps.
+pub const PROBE_RULES: &str = r#"
+pack_id: test.stream_probe.v1
 version: 1
 rules:
   - {id: ticket, type: regex, pattern: '\bTCK-\d{6}\b', action: redact}

@@ -1040,7 +1040,7 @@ async fn normalize_evasion_per_request_and_as_the_server_default() {
     assert_eq!(v["results"][2]["error"], "InvalidRequestError");
     assert_eq!(
         v["results"][2]["message"],
-        "items[2]: `normalize` must be \"none\" or \"evasion\", not \"fold\""
+        "items[2]: `normalize` must be \"none\" or \"evasion\""
     );
     // A bad value is a 400 that names the field.
     let r = post_json(&s.app, "/evaluate", &body(r#", "normalize": 1"#)).await;

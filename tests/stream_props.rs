@@ -14,20 +14,8 @@ use helixor::Evaluator;
 use proptest::prelude::*;
 use std::sync::OnceLock;
 
-const PROBE_RULES: &str = r#"
-pack_id: test.stream_probe.v1
-version: 1
-rules:
-  - {id: ticket, type: regex, pattern: '\bTCK-\d{6}\b', action: redact}
-  - {id: word, type: regex, pattern: '(?i)\bsecret\w*', action: block}
-  - {id: gift, type: luhn_checksum, pattern: '\d{4}-\d{4}', action: redact}
-  - {id: at_host, type: regex, pattern: '@example\.com and \w+', action: redact}
-  - {id: priority, type: regex, pattern: 'kk(?:lmno)?\b|kkl', action: redact}
-  - {id: quote, type: regex, pattern: '^>\s?\w+', flags: [MULTILINE], action: redact}
-  - {id: amount, type: regex, pattern: '\$\d+(?:\.\d\d)?', action: redact}
-  - {id: codename, type: regex, pattern: '\b(?:bluebird|nightjar)\b', flags: [IGNORECASE], action: block}
-  - {id: dotted, type: regex, pattern: 'x\.?y+\.?z', flags: [DOTALL], action: redact}
-"#;
+// The stream fuzz target's probe rules: flags, Luhn, overlaps.
+use helixor::fuzzing::PROBE_RULES;
 
 fn evaluators() -> &'static [Evaluator] {
     static E: OnceLock<Vec<Evaluator>> = OnceLock::new();
