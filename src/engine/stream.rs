@@ -938,10 +938,12 @@ impl Core {
         };
         // Rules with live threads or unsearched starts; the others are
         // settled up to `n` at once. Threads that nothing can change any
-        // more are dropped, and what the exact search must look at noted.
-        let searching = |r: &RuleState, has_dfa: bool| r.dirty.is_some() || !has_dfa;
-        let mut busy = 0u64;
-        let (mut search, mut min_p) = (false, n);
+        // more are dropped. A rule with nothing to search (the common case)
+        // is settled here, in the same pass: up to its earliest live start.
+        // Only the rules left with a match to look for go through the exact
+        // search below.
+        let (mut still, mut threaded, mut searching) = (0u64, 0u64, 0u64);
+        let (mut q, mut min_p) = (n, n);
         for i in rules_in(touched, count) {
             let has_dfa = self.plan.rules[i].dfa.is_some();
             let st = &mut self.rules[i];
@@ -953,41 +955,45 @@ impl Core {
                 st.p = st.p.max(n);
                 continue;
             }
-            busy |= rule_bit(i);
             min_p = min_p.min(st.p);
             if !eoi && !st.threads.is_empty() {
                 self.drop_terminal(i, live.0[i].as_mut());
             }
-            search |= searching(&self.rules[i], has_dfa);
-        }
-        // Candidate rules for the exact search: their required bytes occur
-        // in the unsettled text (a match lies inside it). Computed only when
-        // some rule has a match to look for.
-        let mask = search.then(|| ev.required.scan(&self.buf.as_bytes()[min_p..n]));
-        // Commits, then what stays busy for the next push.
-        let (mut still, mut threaded) = (0u64, 0u64);
-        let mut q = n;
-        for i in rules_in(busy, count) {
-            let has_dfa = self.plan.rules[i].dfa.is_some();
             let st = &mut self.rules[i];
-            if st.threads.is_empty() && !searching(st, has_dfa) {
-                // Nothing live, nothing to search: every start is settled.
-                st.p = st.p.max(n);
-            } else {
-                let candidate = mask
-                    .as_ref()
-                    .is_some_and(|m| m[i / 64] & (1 << (i % 64)) != 0);
+            if st.dirty.is_some() || !has_dfa {
+                searching |= rule_bit(i);
+                continue;
+            }
+            match st.threads.first() {
+                Some(t) => {
+                    st.p = st.p.max(t.0);
+                    threaded |= rule_bit(i);
+                    still |= rule_bit(i);
+                    if !eoi {
+                        q = q.min(t.0);
+                    }
+                }
+                None => st.p = st.p.max(n),
+            }
+        }
+        if searching != 0 {
+            // Candidate rules for the exact search: their required bytes
+            // occur in the unsettled text (a match lies inside it).
+            let mask = ev.required.scan(&self.buf.as_bytes()[min_p..n]);
+            for i in rules_in(searching, count) {
+                let candidate = mask[i / 64] & (1 << (i % 64)) != 0;
                 fatal |= self.commit(ev, i, n, eoi, candidate, caches, live.0[i].as_mut());
-            }
-            let st = &self.rules[i];
-            if !st.threads.is_empty() {
-                threaded |= rule_bit(i);
-            }
-            if !st.threads.is_empty() || st.dirty.is_some() || !has_dfa {
-                still |= rule_bit(i);
-            }
-            if !eoi {
-                q = q.min(self.earliest_live(i, n));
+                let st = &self.rules[i];
+                if !st.threads.is_empty() {
+                    threaded |= rule_bit(i);
+                }
+                if !st.threads.is_empty() || st.dirty.is_some() || self.plan.rules[i].dfa.is_none()
+                {
+                    still |= rule_bit(i);
+                }
+                if !eoi {
+                    q = q.min(self.earliest_live(i, n));
+                }
             }
         }
         self.busy = still;
@@ -1477,6 +1483,31 @@ fn slot_action(ev: &Evaluator, s: usize) -> (&str, &str) {
 /// Runs a rule's threads (no new ones) over `bytes`, at the end of which
 /// they all die or settle, and marks the starts of those that saw a match.
 fn run_out(dfa: &DFA, st: &mut RuleState, cache: &mut LazyCache, bytes: &[u8]) {
+    // One thread is the common case (a word that began in the last piece):
+    // no loops over threads, no retain, one exit at its death.
+    if let [t] = st.threads.as_slice() {
+        let (start, mut sid, mut matched) = *t;
+        for &b in bytes {
+            match dfa.next_state(cache, sid, b) {
+                Ok(next) => {
+                    sid = next;
+                    matched |= next.is_match();
+                    if next.is_dead() {
+                        break;
+                    }
+                }
+                Err(_) => {
+                    matched = true;
+                    break;
+                }
+            }
+        }
+        if matched {
+            mark(&mut st.dirty, start);
+        }
+        st.threads.clear();
+        return;
+    }
     for &b in bytes {
         if st.threads.is_empty() {
             break;
@@ -1566,13 +1597,27 @@ fn step(
 ) {
     let b = bytes[j];
     let mut died = false;
-    for t in st.threads.iter_mut() {
-        // Without a clear limit a transition cannot fail; if it did, the
-        // thread stays as it was (live: holds back, never leaks).
+    if let [t] = st.threads.as_mut_slice() {
+        // One thread, the common case: no loop, no retain.
         if let Ok(next) = dfa.next_state(cache, t.1, b) {
             t.1 = next;
             t.2 |= next.is_match();
-            died |= next.is_dead();
+            if next.is_dead() {
+                if t.2 {
+                    mark(&mut st.dirty, t.0);
+                }
+                st.threads.clear();
+            }
+        }
+    } else {
+        for t in st.threads.iter_mut() {
+            // Without a clear limit a transition cannot fail; if it did, the
+            // thread stays as it was (live: holds back, never leaks).
+            if let Ok(next) = dfa.next_state(cache, t.1, b) {
+                t.1 = next;
+                t.2 |= next.is_match();
+                died |= next.is_dead();
+            }
         }
     }
     if died {
