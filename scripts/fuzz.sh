@@ -9,7 +9,11 @@
 # $FUZZ_OUT (default target/fuzz-out), never in the repository. Usage:
 #   scripts/fuzz.sh [TARGET|all] [SECONDS]   (default: all, 60 s each)
 #   scripts/fuzz.sh seeds                    (rewrites the fixture-keyed seeds)
-# One fuzzer runs at a time; targets run one after another.
+# SECONDS is CPU time, not wall time: each fuzzer runs until afl-fuzz and the
+# target processes under it have used that many CPU seconds (user + system,
+# sampled from /proc every 5 s), so a run on a loaded, shared machine still
+# does the work asked for. One fuzzer runs at a time; targets run one after
+# another.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -59,24 +63,60 @@ bin=$CARGO_TARGET_DIR/release
 export AFL_SKIP_CPUFREQ=1 AFL_I_DONT_CARE_ABOUT_MISSING_CRASHES=1 AFL_NO_AFFINITY=1
 export AFL_NO_UI=1 AFL_AUTORESUME=1
 
+# The process tree under PID, PID first.
+tree_pids() {
+    local pids=("$1") i=0 p
+    while [ $i -lt ${#pids[@]} ]; do
+        for p in $(pgrep -P "${pids[$i]}" 2>/dev/null); do pids+=("$p"); done
+        i=$((i + 1))
+    done
+    echo "${pids[@]}"
+}
+# CPU seconds used so far by the tree under PID: every live member's own time
+# plus the time of the children it has reaped (fields 14-17 of
+# /proc/PID/stat, in clock ticks).
+tree_cpu_seconds() {
+    local ticks=0 p f
+    for p in $(tree_pids "$1"); do
+        f=$(cat /proc/"$p"/stat 2>/dev/null) || continue
+        f=${f##*) }
+        read -r -a f <<<"$f"
+        ticks=$((ticks + f[11] + f[12] + f[13] + f[14]))
+    done
+    echo $((ticks / $(getconf CLK_TCK)))
+}
+
 for t in "${targets[@]}"; do
-    echo "== $t: ${secs}s"
+    echo "== $t: ${secs} CPU seconds"
     seeds=$out/$t/in
     rm -rf "$seeds" && mkdir -p "$seeds"
     cp fuzz/seeds/"$t"/* "$seeds"/
     if [ -d fuzz/corpus/"$t" ]; then cp fuzz/corpus/"$t"/* "$seeds"/ 2>/dev/null || true; fi
     # -t: a run over 2 s is a hang (kept in AFL's output, not a regression).
-    # /usr/bin/time reports the CPU seconds of afl-fuzz and of the target
-    # processes that were reaped (AFL's run_time is wall-clock). A lower
-    # bound: the persistent-mode child that runs until the end is killed,
-    # not reaped, so its time is missing (most of it on a slow target);
-    # sample /proc/<pid>/stat of the target while it runs for the full figure.
-    nice -n 19 /usr/bin/time -f 'cpu_seconds %U user %S sys' -o "$out/$t/cpu.txt" \
-        cargo afl fuzz -i "$seeds" -o "$out/$t/out" -V "$secs" -t 2000 -- "$bin/$t" \
-        >"$out/$t/afl.log" 2>&1 || { tail -30 "$out/$t/afl.log"; exit 1; }
+    # AFL's -V and run_time are wall-clock, so the loop below measures CPU
+    # instead: the utime + stime of every live process of the fuzzer's tree
+    # plus what its reaped children used (cutime + cstime), the persistent
+    # target included, and stops the fuzzer with SIGINT (AFL saves its state
+    # and stats) once the total reaches SECONDS.
+    nice -n 19 cargo afl fuzz -i "$seeds" -o "$out/$t/out" -t 2000 -- "$bin/$t" \
+        >"$out/$t/afl.log" 2>&1 &
+    top=$!
+    started=$(date +%s)
+    cpu=0
+    while kill -0 "$top" 2>/dev/null; do
+        cpu=$(tree_cpu_seconds "$top")
+        [ "$cpu" -ge "$secs" ] && break
+        sleep 5
+    done
+    cpu=$(tree_cpu_seconds "$top")
+    for p in $(tree_pids "$top"); do
+        if [ "$(cat /proc/"$p"/comm 2>/dev/null)" = afl-fuzz ]; then kill -INT "$p" 2>/dev/null || true; fi
+    done
+    wait "$top" || true
+    if ! [ -s "$out/$t/out/default/fuzzer_stats" ]; then tail -30 "$out/$t/afl.log"; exit 1; fi
+    echo "cpu_seconds $cpu wall_seconds $(($(date +%s) - started))" | tee "$out/$t/cpu.txt"
     stats=$out/$t/out/default/fuzzer_stats
     grep -E '^(run_time|execs_done|execs_per_sec|corpus_count|saved_crashes|saved_hangs|stability|bitmap_cvg) ' "$stats" || true
-    cat "$out/$t/cpu.txt"
 
     # The minimised corpus (-e: edges only, hit counts ignored, which keeps
     # it small), named by content so reruns do not churn.
