@@ -5,6 +5,7 @@
 use helixor::container::{seal_with_nonce, PackError, SealedPack};
 use helixor::crypto::ContentKey;
 use helixor::engine::{Severity, BLOCKED_TEXT, PERMIT_ACTION};
+use helixor::license::VerifiedLicense;
 use helixor::license::{issue_license, keygen, IssueRequest, IssuerKeys};
 use helixor::playbook::parse_document;
 use helixor::rules::check_declarations;
@@ -50,10 +51,10 @@ proptest! {
 
 struct Fixture {
     _dir: tempfile::TempDir,
-    license: License,
+    license: VerifiedLicense,
 }
 
-fn license() -> &'static License {
+fn license() -> &'static VerifiedLicense {
     static F: OnceLock<Fixture> = OnceLock::new();
     let fixture = F.get_or_init(|| {
         let dir = tempfile::tempdir().unwrap();

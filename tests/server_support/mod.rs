@@ -3,7 +3,7 @@
 //! the real binary on an ephemeral port, and a tiny blocking HTTP client.
 #![allow(dead_code)]
 
-use helixor::license::{self, IssueRequest, IssuerKeys, License};
+use helixor::license::{self, IssueRequest, IssuerKeys, License, VerifiedLicense};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
@@ -86,13 +86,13 @@ impl Fixture {
         self.license_until(OffsetDateTime::now_utc() + time::Duration::days(365))
     }
 
-    /// Reads a license without checking its window (packs can be compiled
-    /// for a license that is about to expire, or has).
-    pub fn read_license(&self, path: &Path) -> License {
-        let lic = License::read(path).unwrap();
-        lic.verify(&IssuerKeys::from_path(&self.issuer_dir).unwrap())
-            .unwrap();
-        lic
+    /// Reads and verifies a license at its own `not_before`, so that packs
+    /// can be compiled for a license that is about to expire, or has: the
+    /// signature is checked as always, the window at a time inside it.
+    pub fn read_license(&self, path: &Path) -> VerifiedLicense {
+        let not_before = License::read(path).unwrap().not_before;
+        let keys = IssuerKeys::from_path(&self.issuer_dir).unwrap();
+        License::load(path, &keys, not_before).unwrap()
     }
 
     /// Compiles `playbook` (YAML text) for the license at `license` into `out`.
