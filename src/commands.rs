@@ -8,8 +8,9 @@ use crate::compiler;
 use crate::container::{read_pack_file, SealedPack};
 use crate::engine::{Decision, Normalize, StreamOptions, StreamSession};
 use crate::error::{ErrorName, Named};
-pub use crate::license::LicenseArgs;
-use crate::license::{self, format_time, IssuerKeys, License, VerifiedLicense, Window};
+use crate::license::{
+    self, format_time, IssuerKeys, License, LicenseArgs, VerifiedLicense, Window,
+};
 use crate::manifest;
 use crate::pack::{load_pack_file, LoadedPack};
 use crate::playbook;

@@ -3,13 +3,13 @@
 //!
 //! - [`Catalog`]: the playbooks of a directory, **compiled once** at start-up
 //!   with every check of SPEC §4.2 that does not depend on a license
-//!   ([`crate::compiler::compile_in_memory`] with
+//!   ([`crate::compile_in_memory`] with
 //!   [`Entitlement::PerLicense`]); a broken playbook stops start-up
 //!   with its own error. Per request, [`Catalog::seal_for`] runs the license
 //!   halves of §4.2 (the pack id against `licensed_packs`, the solvers against
 //!   `licensed_solvers`) and **seals** the compiled plaintext with the key
 //!   derived from that license's content key, bound to its `license_id`
-//!   ([`crate::compiler::CompiledPlaybook::seal`]).
+//!   ([`crate::CompiledPlaybook::seal`]).
 //! - [`server`]: `helixor-pack catalog serve`, the HTTP API (axum).
 //! - [`client`]: `helixor-pack download-pack`, which runs every load-time
 //!   check of SPEC §5 on the answer before writing it.

@@ -386,6 +386,22 @@ impl License {
 /// [`LicenseArgs::load`] over it); it reads as the [`License`] it wraps.
 /// The window was checked at the `now` passed there: a long-lived holder
 /// (serve mode) still watches `not_after` itself.
+///
+/// A pack opens only with one:
+///
+/// ```
+/// fn open(bytes: &[u8], license: &helixor::VerifiedLicense) -> Result<(), helixor::Error> {
+///     helixor::load_pack(bytes, "p.hxpack", license).map(drop)
+/// }
+/// ```
+///
+/// and a parsed license that skipped verification does not compile there:
+///
+/// ```compile_fail
+/// fn open(bytes: &[u8], license: &helixor::License) -> Result<(), helixor::Error> {
+///     helixor::load_pack(bytes, "p.hxpack", license).map(drop)
+/// }
+/// ```
 #[derive(Debug, Clone)]
 pub struct VerifiedLicense(License);
 

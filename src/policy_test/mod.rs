@@ -9,9 +9,7 @@ mod diff;
 mod file;
 pub mod report;
 
-pub use file::{
-    Case, Expect, ExpectedSeverity, Target, TestFile, EXPECT_KEYS, MAX_TEST_FILE_BYTES,
-};
+pub use file::{Expect, ExpectedSeverity, Target, TestFile};
 
 use crate::builtins::HARD_RULES;
 use crate::compiler::{self, Entitlement};

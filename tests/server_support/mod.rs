@@ -3,7 +3,7 @@
 //! the real binary on an ephemeral port, and a tiny blocking HTTP client.
 #![allow(dead_code)]
 
-use helixor::license::{self, IssueRequest, IssuerKeys, License, VerifiedLicense};
+use helixor::{issue_license, keygen, IssueRequest, IssuerKeys, License, VerifiedLicense};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
@@ -34,7 +34,7 @@ impl Fixture {
     pub fn new() -> Self {
         let dir = tempfile::tempdir().unwrap();
         let keys = dir.path().join("keys");
-        let kg = license::keygen("test-issuer", &keys).unwrap();
+        let kg = keygen("test-issuer", &keys).unwrap();
         let issuer_dir = dir.path().join("issuer-keys");
         std::fs::create_dir_all(&issuer_dir).unwrap();
         std::fs::copy(&kg.public_path, issuer_dir.join("test-issuer.pub")).unwrap();
@@ -64,7 +64,7 @@ impl Fixture {
     pub fn license_window(&self, not_before: OffsetDateTime, not_after: OffsetDateTime) -> PathBuf {
         let n = self.next();
         let out = self.path().join(format!("lic-{n}.hxlic"));
-        license::issue_license(&IssueRequest {
+        issue_license(&IssueRequest {
             issuer_key: self.key_file.clone(),
             license_id: format!("lic_test_{n}"),
             licensee: "Test".into(),
@@ -101,14 +101,14 @@ impl Fixture {
         let src = self.path().join(format!("playbook-{n}.yaml"));
         std::fs::write(&src, playbook).unwrap();
         let lic = self.read_license(license);
-        helixor::compiler::compile_file(&src, &lic, out).unwrap();
+        helixor::compile_file(&src, &lic, out).unwrap();
     }
 
     /// The example PII pack and the test pack at `version`, compiled for `license`, in `dir`.
     pub fn packs(&self, license: &Path, dir: &Path, version: &str) -> Vec<PathBuf> {
         std::fs::create_dir_all(dir).unwrap();
         let pii = dir.join("pii.hxpack");
-        self.compile_text(license, helixor::builtins::EXAMPLE_PLAYBOOK_YAML, &pii);
+        self.compile_text(license, helixor::EXAMPLE_PLAYBOOK_YAML, &pii);
         let ids = dir.join("ids.hxpack");
         self.compile_text(license, &test_playbook(version), &ids);
         vec![pii, ids]
