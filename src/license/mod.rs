@@ -72,9 +72,10 @@ impl Named for LicenseError {
     }
 }
 
-/// A parsed license, not yet trusted: [`License::verified`] and
-/// [`License::load`] turn one into a [`VerifiedLicense`], the only kind that
-/// opens or seals a pack.
+/// A parsed license, not yet trusted: reading, entitlements and the
+/// window. Only [`License::verified`] (and [`License::load`] over it), which
+/// parse a license's bytes, verify its signature and check its window,
+/// yield the [`VerifiedLicense`] that opens or seals a pack.
 #[derive(Debug, Clone)]
 pub struct License {
     /// Where it was read from (for messages).
