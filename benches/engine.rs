@@ -9,10 +9,7 @@ mod common;
 
 use common::fill;
 use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
-use helixor::engine::Normalize;
-use helixor::playbook::parse_document;
-use helixor::rules::check_declarations;
-use helixor::Evaluator;
+use helixor::{check_declarations, parse_document, Evaluator, Normalize};
 
 const PLAYBOOK: &str = r#"
 pack_id: bench.ten_rules.v1
@@ -139,7 +136,7 @@ fn bench(c: &mut Criterion) {
         .iter()
         .map(|r| r.pattern.exact_src.clone())
         .collect();
-    for c in helixor::builtins::CODONS {
+    for c in helixor::CODONS {
         let flags: &[helixor::pattern::Flag] = if c.ignore_case {
             &[helixor::pattern::Flag::IgnoreCase]
         } else {

@@ -9,10 +9,7 @@ mod common;
 
 use common::fill;
 use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use helixor::engine::{Normalize, StreamOptions};
-use helixor::playbook::parse_document;
-use helixor::rules::check_declarations;
-use helixor::Evaluator;
+use helixor::{check_declarations, parse_document, Evaluator, Normalize, StreamOptions};
 
 /// The demo's example pack plus its custom internal-ids rules.
 const PLAYBOOK: &str = r#"

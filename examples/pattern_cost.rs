@@ -10,8 +10,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use helixor::pattern::{self, cost};
-use helixor::rules::{CustomRule, RuleAction, RuleType};
-use helixor::Evaluator;
+use helixor::{CustomRule, Evaluator, RuleAction, RuleType};
 use regex_automata::util::iter::Searcher;
 use regex_automata::{Input, MatchError};
 
@@ -113,7 +112,7 @@ fn describe(t: &str) -> String {
 /// whole in-memory compile (every SPEC §4.2 check, the cost check included)
 /// and of the cost check of its rules alone, best of twenty.
 fn compile_costs() {
-    use helixor::compiler::{compile_in_memory, Entitlement};
+    use helixor::{compile_in_memory, Entitlement};
     println!("| playbook | rules | compile (with the check) | the cost check alone |");
     println!("|---|---|---|---|");
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));

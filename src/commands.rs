@@ -8,8 +8,9 @@ use crate::compiler;
 use crate::container::{read_pack_file, SealedPack};
 use crate::engine::{Decision, Normalize, StreamOptions, StreamSession};
 use crate::error::{ErrorName, Named};
-pub use crate::license::LicenseArgs;
-use crate::license::{self, format_time, IssuerKeys, License, Window};
+use crate::license::{
+    self, format_time, IssuerKeys, License, LicenseArgs, VerifiedLicense, Window,
+};
 use crate::manifest;
 use crate::pack::{load_pack_file, LoadedPack};
 use crate::playbook;
@@ -121,7 +122,7 @@ pub struct RunArgs {
 }
 
 /// Loads packs in order; two files with one pack id are a `PackFormatError`.
-pub fn load_packs(paths: &[PathBuf], license: &License) -> Result<Vec<LoadedPack>, Error> {
+pub fn load_packs(paths: &[PathBuf], license: &VerifiedLicense) -> Result<Vec<LoadedPack>, Error> {
     let mut packs: Vec<LoadedPack> = Vec::with_capacity(paths.len());
     for p in paths {
         let pack = load_pack_file(p, license)?;
@@ -603,7 +604,7 @@ pub fn manifest(
             "manifest needs at least one --playbook or --pack".into(),
         ));
     }
-    let mut license: Option<License> = None;
+    let mut license: Option<VerifiedLicense> = None;
     let mut entries = Vec::with_capacity(sources.len());
     for s in sources {
         match s {

@@ -11,7 +11,7 @@ use crate::atomic::write_atomic;
 use crate::canonical;
 use crate::container::{self, PackError};
 use crate::crypto::sha256_hex;
-use crate::license::License;
+use crate::license::VerifiedLicense;
 use crate::playbook::{self, PlaybookError, MAX_PLAYBOOK_BYTES};
 use crate::rules::{check_declarations, is_snake_case, CustomRule};
 use crate::Error;
@@ -47,7 +47,7 @@ pub struct CompiledPlaybook {
 pub enum Entitlement<'a> {
     /// `compile`: the license (already through step 1) must allow the pack
     /// id and every declared solver.
-    License(&'a License),
+    License(&'a VerifiedLicense),
     /// `helixor-pack test`: every other check runs, nothing is sealed, and
     /// no license is needed.
     PolicyTest,
@@ -92,7 +92,7 @@ pub fn read_playbook(path: &Path) -> Result<Vec<u8>, PlaybookError> {
 pub fn compile_playbook(
     bytes: &[u8],
     name: &str,
-    license: &License,
+    license: &VerifiedLicense,
 ) -> Result<CompiledPlaybook, Error> {
     compile_in_memory(bytes, name, Entitlement::License(license))
 }
@@ -157,7 +157,7 @@ impl CompiledPlaybook {
     /// nonce. Checks nothing: the caller has verified the license and its
     /// entitlements. Only the license's content key and id are used; no
     /// issuer key is needed.
-    pub fn seal(&self, license: &License) -> Result<Vec<u8>, PackError> {
+    pub fn seal(&self, license: &VerifiedLicense) -> Result<Vec<u8>, PackError> {
         let key = license.content_key().pack_key();
         container::seal(&self.pack_id, &license.license_id, &key, &self.plaintext)
     }
@@ -166,7 +166,7 @@ impl CompiledPlaybook {
 /// `helixor-pack compile`: checks, seals and writes the pack to `out`.
 pub fn compile_file(
     playbook_path: &Path,
-    license: &License,
+    license: &VerifiedLicense,
     out: &Path,
 ) -> Result<CompileOutput, Error> {
     let bytes = read_playbook(playbook_path)?;

@@ -12,7 +12,9 @@ use crate::compiler::{compile_in_memory, Entitlement};
 use crate::container::{seal_with_nonce, PackError, SealedPack};
 use crate::crypto::sha256_hex;
 use crate::engine::{Severity, StreamOptions};
-use crate::license::{IssuerKeys, License, FEATURE_CUSTOM_COMPILATION, LICENSE_FORMAT};
+use crate::license::{
+    IssuerKeys, License, LicenseError, VerifiedLicense, FEATURE_CUSTOM_COMPILATION, LICENSE_FORMAT,
+};
 use crate::pack::load_pack;
 use crate::playbook::{parse_document, PlaybookError};
 use crate::rules::check_declarations;
@@ -114,12 +116,19 @@ pub fn fixture_license_json() -> String {
     signed.map_or_else(String::new, |v| v.to_string())
 }
 
-/// The parsed [`fixture_license_json`].
-pub fn fixture_license() -> &'static License {
-    static LICENSE: OnceLock<License> = OnceLock::new();
+/// [`fixture_license_json`], verified with [`issuer_keys`] at the harnesses'
+/// fixed clock (inside its window).
+pub fn fixture_license() -> &'static VerifiedLicense {
+    static LICENSE: OnceLock<VerifiedLicense> = OnceLock::new();
     LICENSE.get_or_init(|| {
-        License::parse(fixture_license_json().as_bytes(), "fuzz fixture")
-            .unwrap_or_else(|e| broken(format!("the fixture license does not parse: {e}")))
+        let keys = || Ok::<_, LicenseError>(issuer_keys());
+        License::verified(
+            fixture_license_json().as_bytes(),
+            "fuzz fixture",
+            keys,
+            now(),
+        )
+        .unwrap_or_else(|e| broken(format!("the fixture license does not verify: {e}")))
     })
 }
 

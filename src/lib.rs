@@ -1,57 +1,108 @@
 //! Helixor pack runtime: signed licenses, sealed policy packs, a
 //! deterministic evaluation engine and the `helixor-pack` tool.
 //!
-//! Layers, each depending only on those before it:
+//! The public surface is re-exported here, by layer, each layer depending
+//! only on those before it; the modules behind it are private except the
+//! four noted at their declaration:
 //!
-//! - [`error`], [`capped`], [`canonical`], [`glob`], [`crypto`], [`atomic`],
-//!   [`container`]: names and exit codes, size-capped reads, canonical JSON,
-//!   license globs, keys and AEAD, atomic file writes, the `.hxpack` layout;
-//! - [`license`]: parsing, verification, the validity window, issuing;
-//! - [`playbook`], [`pattern`], [`builtins`], [`rules`], [`compiler`],
-//!   [`manifest`]: YAML playbooks, regexes, the example pack's declarations,
-//!   compile-time checks and the SDK manifest;
-//! - [`engine`]: evaluation of a payload to a decision, and stream sessions
-//!   that release a text arriving in pieces as soon as it is final;
-//! - [`pack`]: load-time checks that turn a file into an engine;
-//! - [`policy_test`]: policy tests (`*.test.yaml`) run through the compiler
-//!   or the pack loader and the engine, with text, JSON and JUnit reports;
-//! - [`request`]: the `{text, pack_id}` evaluation request, parsed once for
-//!   the CLI and the server (strict JSON: a key twice is refused);
+//! - foundations: error names and exit codes ([`ErrorName`], [`Named`]),
+//!   canonical JSON ([`canonical_json`]), keys and AEAD ([`ContentKey`],
+//!   [`PackKey`]), the `.hxpack` layout ([`SealedPack`], [`seal`],
+//!   [`PackError`]); size-capped reads, license globs and atomic file
+//!   writes are crate-internal;
+//! - licenses (SPEC §2): parsing, the validity window and entitlements
+//!   ([`License`]), verification ([`VerifiedLicense`], the only kind that
+//!   opens or seals a pack), trusted keys ([`IssuerKeys`]), the lookup order
+//!   ([`LicenseArgs`]) and issuing ([`issue_license`], [`keygen`]);
+//! - playbooks and the compiler (SPEC §4): YAML playbooks
+//!   ([`parse_document`]), compile-time checks ([`check_declarations`],
+//!   [`CustomRule`]), the example pack's declarations
+//!   ([`EXAMPLE_PLAYBOOK_YAML`], [`CODONS`]), compiling and sealing
+//!   ([`compile_in_memory`], [`compile_file`], [`CompiledPlaybook`]);
+//!   regexes and their cost check are in [`pattern`], the SDK manifest is
+//!   crate-internal;
+//! - the engine (SPEC §6, §11, §15): an [`Evaluator`] turns a payload into a
+//!   [`Decision`], and a [`StreamSession`] releases a text arriving in
+//!   pieces as soon as it is final;
+//! - pack loading (SPEC §5): [`load_pack`] turns a file into a
+//!   [`LoadedPack`];
+//! - policy tests (`*.test.yaml`, SPEC §13) and the `{text, pack_id}`
+//!   evaluation request are crate-internal, reached through [`commands`] and
+//!   [`server`] (their errors: [`PolicyTestError`], [`Error`]);
 //! - [`commands`]: the `helixor-pack` subcommands (the binary only parses flags);
 //! - [`server`]: serve mode (SPEC §9): configuration, generations, hot reload, the HTTP API;
 //! - [`catalog`]: catalog packs (SPEC §14): a vendor's catalog server that
 //!   seals its playbooks per license, and the `download-pack` client.
 
-pub mod atomic;
-pub mod builtins;
-pub mod canonical;
-pub mod capped;
+mod atomic;
+mod builtins;
+mod canonical;
+mod capped;
+// Public: `catalog serve` and `download-pack` are two programs in one
+// module (`catalog::server`, `catalog::client`), each with its own
+// `serve`, `router` and `ROUTES`; the binary and tests/catalog.rs name them
+// by those paths, which would collide with serve mode's at the root.
 pub mod catalog;
+// Public: one function per subcommand, named after it (`compile`, `run`,
+// `test`, `inspect`…); at the root those names would not say what they do.
 pub mod commands;
-pub mod compiler;
-pub mod container;
-pub mod crypto;
-pub mod engine;
-pub mod error;
+mod compiler;
+mod container;
+mod crypto;
+mod engine;
+mod error;
 #[doc(hidden)]
 pub mod fuzzing;
-pub mod glob;
-pub mod license;
-pub mod manifest;
-pub mod pack;
+mod glob;
+mod license;
+mod manifest;
+mod pack;
+// Public: the pattern-cost example and the engine bench measure regex
+// compilation and the cost check (SPEC §11.4) below any playbook
+// (`pattern::compile`, `pattern::check_cost`, `pattern::cost`); no other
+// caller needs them.
 pub mod pattern;
-pub mod playbook;
-pub mod policy_test;
-pub mod request;
-pub mod rules;
+mod playbook;
+mod policy_test;
+mod request;
+mod rules;
+// Public: the serve-mode tests build configurations, generations and
+// routers by hand and check the route table against the OpenAPI documents
+// and the deployment (`server::config`, `server::generation::Snapshot`,
+// `server::routes::ROUTES`, `server::ext_proc`).
 pub mod server;
 
-pub use container::PackError;
-pub use engine::{Decision, Evaluator};
-pub use error::{ErrorName, Named};
-pub use license::{IssuerKeys, License, LicenseError};
-pub use pack::LoadedPack;
-pub use playbook::PlaybookError;
+// Foundations (SPEC §1, §3, §4.3).
+pub use canonical::{to_string as canonical_json, NotFinite};
+pub use container::{seal, seal_with_nonce, PackError, SealedPack};
+pub use crypto::{sha256_hex, AeadError, ContentKey, PackKey};
+pub use error::{Cause, ErrorName, Named};
+
+// Licenses (SPEC §2).
+pub use license::{
+    issue_license, keygen, IssueRequest, IssuerKeys, KeygenOutput, License, LicenseArgs,
+    LicenseError, VerifiedLicense, Window,
+};
+
+// Playbooks and the compiler (SPEC §4).
+pub use builtins::{Codon, Validator, CODONS, EXAMPLE_PLAYBOOK_YAML};
+pub use compiler::{
+    compile_file, compile_in_memory, compile_playbook, CompileOutput, CompiledPlaybook, Entitlement,
+};
+pub use playbook::{pack_id, pack_version, parse_document, Document, PlaybookError};
+pub use rules::{check_declarations, CustomRule, RuleAction, RuleType};
+
+// The engine (SPEC §6, §11, §15).
+pub use engine::{
+    Blocked, Decision, Evaluator, Normalize, OwnedStreamSession, Released, Session, Severity,
+    Source, StreamOptions, StreamSession, Trigger, BLOCKED_TEXT, DEFAULT_MAX_HOLDBACK_CHARS,
+    HOLDBACK_ACTION, HOLDBACK_REASON, PERMIT_ACTION,
+};
+
+// Pack loading (SPEC §5).
+pub use pack::{load_pack, load_pack_file, LoadedPack, RuleSummary};
+
+// Policy tests (SPEC §13), driven by `commands::test`.
 pub use policy_test::PolicyTestError;
 
 /// Any error the tool or the runtime reports, by layer.

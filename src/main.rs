@@ -1,11 +1,8 @@
 //! `helixor-pack`: parses flags and dispatches to `helixor::commands`.
 
 use clap::{ArgMatches, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
-use helixor::commands::{
-    self, IssueArgs, LicenseArgs, ManifestSource, RunArgs, RunInput, TestArgs,
-};
-use helixor::engine::StreamOptions;
-use helixor::{Error, Named};
+use helixor::commands::{self, IssueArgs, ManifestSource, RunArgs, RunInput, TestArgs};
+use helixor::{Error, LicenseArgs, Named, StreamOptions};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -100,7 +97,7 @@ enum Command {
         #[arg(
             long,
             value_name = "N",
-            default_value_t = helixor::engine::DEFAULT_MAX_HOLDBACK_CHARS,
+            default_value_t = helixor::DEFAULT_MAX_HOLDBACK_CHARS,
             value_parser = parse_holdback,
             requires = "stream",
             conflicts_with_all = ["text", "jsonl"]

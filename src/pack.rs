@@ -4,7 +4,7 @@
 
 use crate::container::{read_pack_file, PackError, SealedPack};
 use crate::engine::Evaluator;
-use crate::license::License;
+use crate::license::VerifiedLicense;
 use crate::playbook::{self, PlaybookError};
 use crate::rules::{check_declarations, CustomRule};
 use crate::Error;
@@ -53,14 +53,14 @@ pub struct LoadedPack {
 }
 
 /// Reads and loads the pack at `path` for `license` (already verified).
-pub fn load_pack_file(path: &Path, license: &License) -> Result<LoadedPack, Error> {
+pub fn load_pack_file(path: &Path, license: &VerifiedLicense) -> Result<LoadedPack, Error> {
     let bytes = read_pack_file(path)?;
     load_pack(&bytes, &path.display().to_string(), license)
 }
 
 /// Loads pack bytes for `license` (already verified and in its window):
 /// SPEC §5 steps 2 to 7.
-pub fn load_pack(bytes: &[u8], name: &str, license: &License) -> Result<LoadedPack, Error> {
+pub fn load_pack(bytes: &[u8], name: &str, license: &VerifiedLicense) -> Result<LoadedPack, Error> {
     let sealed = SealedPack::parse(bytes, name)?;
     license.check_pack(sealed.pack_id)?;
     let plain = sealed.open(&license.content_key().pack_key(), &license.license_id, name)?;

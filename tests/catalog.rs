@@ -8,7 +8,7 @@
 mod openapi_support;
 mod server_support;
 
-use helixor::license::{self, IssueRequest};
+use helixor::{issue_license, keygen, IssueRequest};
 use serde_json::Value;
 use server_support::{request, test_playbook, Answer, Fixture, Server, TEST_PACK};
 use std::io::{Read, Write};
@@ -39,7 +39,7 @@ impl Setup {
         std::fs::write(playbooks.join("test_ids.yaml"), test_playbook("1.0.0")).unwrap();
         std::fs::write(
             playbooks.join("regulatory_pii_guard.yaml"),
-            helixor::builtins::EXAMPLE_PLAYBOOK_YAML,
+            helixor::EXAMPLE_PLAYBOOK_YAML,
         )
         .unwrap();
         let home = fx.path().join("home");
@@ -65,7 +65,7 @@ impl Setup {
         window: (OffsetDateTime, OffsetDateTime),
     ) -> PathBuf {
         let out = self.path().join(format!("{id}.hxlic"));
-        license::issue_license(&IssueRequest {
+        issue_license(&IssueRequest {
             issuer_key: key_file.to_path_buf(),
             license_id: id.into(),
             licensee: "Customer".into(),
@@ -498,7 +498,7 @@ fn expired_not_yet_valid_and_wrongly_signed_licenses_are_403_with_their_error() 
     let expired = s.issue_with(&key, "lic_exp", &["*"], &[], (now - day * 30, now - day));
     let future = s.issue_with(&key, "lic_fut", &["*"], &[], (now + day, now + day * 30));
     let other_keys = s.path().join("other-keys");
-    let kg = license::keygen("other-issuer", &other_keys).unwrap();
+    let kg = keygen("other-issuer", &other_keys).unwrap();
     let foreign = s.issue_with(
         &kg.secret_path,
         "lic_foreign",
@@ -1158,7 +1158,7 @@ async fn real_catalog_answers_validate_against_openapi_catalog() {
     use axum::body::Body;
     use axum::http::Request;
     let s = Setup::new();
-    let keys = helixor::license::IssuerKeys::from_path(&s.fx.issuer_dir).unwrap();
+    let keys = helixor::IssuerKeys::from_path(&s.fx.issuer_dir).unwrap();
     let (catalog, _) = helixor::catalog::Catalog::load(&s.playbooks, keys).unwrap();
     let app = helixor::catalog::server::router(std::sync::Arc::new(catalog));
     let doc = catalog_document();

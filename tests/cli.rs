@@ -403,11 +403,11 @@ fn pack_sealed_with_a_costly_pattern_fails_to_load() {
         "version": "1",
         "rules": [{"id": "slow_rule", "type": "regex", "pattern": "[a-z]+X|[a-z]", "action": "redact"}]
     });
-    let plain = helixor::canonical::to_string(&doc).unwrap();
-    let sealed = helixor::container::seal(
+    let plain = helixor::canonical_json(&doc).unwrap();
+    let sealed = helixor::seal(
         "custom.old_compiler.v1",
         license_id,
-        &helixor::crypto::ContentKey::from_bytes(key).pack_key(),
+        &helixor::ContentKey::from_bytes(key).pack_key(),
         plain.as_bytes(),
     )
     .unwrap();

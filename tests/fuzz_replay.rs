@@ -111,7 +111,7 @@ fn fixture_sealed_seeds_load() {
     for p in files(&fuzz_dir().join("seeds/container")) {
         if p.to_string_lossy().ends_with(".fixture.hxpack") {
             let bytes = std::fs::read(&p).unwrap();
-            helixor::pack::load_pack(&bytes, "seed", helixor::fuzzing::fixture_license()).unwrap();
+            helixor::load_pack(&bytes, "seed", helixor::fuzzing::fixture_license()).unwrap();
             n += 1;
         }
     }
@@ -124,7 +124,7 @@ fn fixture_sealed_seeds_load() {
 #[test]
 #[ignore = "writes fuzz/seeds/; run by scripts/fuzz.sh seeds"]
 fn write_fixture_seeds() {
-    use helixor::compiler::{compile_in_memory, Entitlement};
+    use helixor::{compile_in_memory, Entitlement};
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let seeds = fuzz_dir().join("seeds");
     for dir in ["container", "license"] {

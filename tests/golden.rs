@@ -4,10 +4,7 @@
 //! case with `normalize: evasion` is evaluated through the SPEC §15 view.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
-use helixor::engine::Normalize;
-use helixor::playbook::{pack_id, pack_version, parse_document};
-use helixor::rules::check_declarations;
-use helixor::Evaluator;
+use helixor::{check_declarations, pack_id, pack_version, parse_document, Evaluator, Normalize};
 use serde_json::Value;
 use std::path::Path;
 

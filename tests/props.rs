@@ -2,17 +2,15 @@
 //! determinism and engine invariants (issue 2).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
-use helixor::container::{seal_with_nonce, PackError, SealedPack};
-use helixor::crypto::ContentKey;
-use helixor::engine::{Severity, BLOCKED_TEXT, PERMIT_ACTION};
-use helixor::license::{issue_license, keygen, IssueRequest, IssuerKeys};
-use helixor::playbook::parse_document;
-use helixor::rules::check_declarations;
-use helixor::{Evaluator, License};
+use helixor::{
+    check_declarations, issue_license, keygen, parse_document, seal_with_nonce, ContentKey,
+    Evaluator, IssueRequest, IssuerKeys, License, PackError, SealedPack, Severity, VerifiedLicense,
+    BLOCKED_TEXT, PERMIT_ACTION,
+};
 use proptest::prelude::*;
 use std::sync::OnceLock;
 
-fn key(seed: u8) -> helixor::crypto::PackKey {
+fn key(seed: u8) -> helixor::PackKey {
     ContentKey::from_bytes([seed; 32]).pack_key()
 }
 
@@ -50,10 +48,10 @@ proptest! {
 
 struct Fixture {
     _dir: tempfile::TempDir,
-    license: License,
+    license: VerifiedLicense,
 }
 
-fn license() -> &'static License {
+fn license() -> &'static VerifiedLicense {
     static F: OnceLock<Fixture> = OnceLock::new();
     let fixture = F.get_or_init(|| {
         let dir = tempfile::tempdir().unwrap();
@@ -90,11 +88,11 @@ proptest! {
             "pack_id: custom.p.v1\nversion: {n}\nmetadata: {{note: {}}}\nrules:\n  - {{id: {id}, type: regex, pattern: 'X{n}Y', action: redact}}\n",
             serde_json::to_string(&desc).unwrap()
         );
-        let a = helixor::compiler::compile_playbook(yaml.as_bytes(), "p", license()).unwrap();
-        let b = helixor::compiler::compile_playbook(yaml.as_bytes(), "p", license()).unwrap();
+        let a = helixor::compile_playbook(yaml.as_bytes(), "p", license()).unwrap();
+        let b = helixor::compile_playbook(yaml.as_bytes(), "p", license()).unwrap();
         prop_assert_eq!(&a.sha256, &b.sha256);
         prop_assert_eq!(a.plaintext.as_slice(), b.plaintext.as_slice());
-        prop_assert_eq!(a.sha256, helixor::crypto::sha256_hex(&a.plaintext));
+        prop_assert_eq!(a.sha256, helixor::sha256_hex(&a.plaintext));
     }
 }
 

@@ -4,9 +4,7 @@
 //! from its definition for ASCII and non-ASCII payloads.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
-use helixor::playbook::parse_document;
-use helixor::rules::check_declarations;
-use helixor::Evaluator;
+use helixor::{check_declarations, parse_document, Evaluator};
 use sha2::{Digest, Sha256};
 
 fn evaluator() -> Evaluator {

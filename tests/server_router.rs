@@ -541,7 +541,7 @@ async fn admin_reload_success_unchanged_and_failure() {
     let license = s.state.config.license.clone().unwrap();
     s.fx.compile_text(
         &license,
-        helixor::builtins::EXAMPLE_PLAYBOOK_YAML,
+        helixor::EXAMPLE_PLAYBOOK_YAML,
         &s.packs_dir.join("pii.hxpack"),
     );
     let r = send(
@@ -1080,7 +1080,7 @@ async fn normalize_evasion_per_request_and_as_the_server_default() {
     assert!(line.ends_with(" 5"), "{line}");
 
     // engine.normalize: evasion is the default; a request can still say none.
-    let s = setup_with(true, |c| c.normalize = helixor::engine::Normalize::Evasion);
+    let s = setup_with(true, |c| c.normalize = helixor::Normalize::Evasion);
     let d = post_json(&s.app, "/evaluate", &body("")).await.json();
     assert_eq!(d["action"], "block_glba_ssn_leakage");
     let d = post_json(&s.app, "/evaluate", &body(r#", "normalize": "none""#))

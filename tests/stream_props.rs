@@ -7,10 +7,10 @@
 //! thousands).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
-use helixor::engine::{Normalize, Severity, StreamOptions, PERMIT_ACTION};
-use helixor::playbook::parse_document;
-use helixor::rules::check_declarations;
-use helixor::Evaluator;
+use helixor::{
+    check_declarations, parse_document, Evaluator, Normalize, Severity, StreamOptions,
+    PERMIT_ACTION,
+};
 use proptest::prelude::*;
 use std::sync::OnceLock;
 

@@ -28,7 +28,7 @@ use super::CATALOG_URL_ENV;
 use crate::atomic::write_atomic;
 use crate::container::MAX_PACK_BYTES;
 use crate::error::{Cause, ErrorName};
-use crate::license::{License, LicenseArgs};
+use crate::license::{LicenseArgs, VerifiedLicense};
 use crate::pack::load_pack;
 use crate::{Error, PackError};
 use axum::http::Uri;
@@ -170,7 +170,9 @@ fn unreachable(base: &str, timeout: Duration, e: ureq::Error) -> Error {
 
 /// Reads the license as SPEC §5 step 1 checks it, keeping its bytes (to
 /// send them) in zeroizing memory.
-fn local_license(req: &DownloadRequest) -> Result<(License, zeroize::Zeroizing<Vec<u8>>), Error> {
+fn local_license(
+    req: &DownloadRequest,
+) -> Result<(VerifiedLicense, zeroize::Zeroizing<Vec<u8>>), Error> {
     let args = LicenseArgs {
         license: req.license.clone(),
         issuer_keys: req.issuer_keys.clone(),

@@ -3,13 +3,13 @@
 //!
 //! - [`Catalog`]: the playbooks of a directory, **compiled once** at start-up
 //!   with every check of SPEC §4.2 that does not depend on a license
-//!   ([`crate::compiler::compile_in_memory`] with
+//!   ([`crate::compile_in_memory`] with
 //!   [`Entitlement::PerLicense`]); a broken playbook stops start-up
 //!   with its own error. Per request, [`Catalog::seal_for`] runs the license
 //!   halves of §4.2 (the pack id against `licensed_packs`, the solvers against
 //!   `licensed_solvers`) and **seals** the compiled plaintext with the key
 //!   derived from that license's content key, bound to its `license_id`
-//!   ([`crate::compiler::CompiledPlaybook::seal`]).
+//!   ([`crate::CompiledPlaybook::seal`]).
 //! - [`server`]: `helixor-pack catalog serve`, the HTTP API (axum).
 //! - [`client`]: `helixor-pack download-pack`, which runs every load-time
 //!   check of SPEC §5 on the answer before writing it.
@@ -25,7 +25,7 @@ pub mod server;
 
 use crate::compiler::{self, CompiledPlaybook, Entitlement};
 use crate::container::PackError;
-use crate::license::{IssuerKeys, License};
+use crate::license::{IssuerKeys, License, VerifiedLicense};
 use crate::playbook::PlaybookError;
 use crate::Error;
 use std::collections::BTreeMap;
@@ -204,7 +204,11 @@ impl Catalog {
     /// Parses a license sent in a request and checks it as SPEC §5 step 1
     /// does: its signature against the catalog's issuer keys, then its
     /// validity window at `now`.
-    pub fn verify_license(&self, bytes: &[u8], now: OffsetDateTime) -> Result<License, Error> {
+    pub fn verify_license(
+        &self,
+        bytes: &[u8],
+        now: OffsetDateTime,
+    ) -> Result<VerifiedLicense, Error> {
         let keys = || Ok::<_, Error>(&self.keys);
         License::verified(bytes, REQUEST_LICENSE_NAME, keys, now)
     }
@@ -213,7 +217,7 @@ impl Catalog {
     /// `PackNotFoundError` for an id the catalog does not hold, a
     /// `LicenseEntitlementError` when `licensed_packs` do not allow the pack
     /// or `licensed_solvers` one of its solvers (SPEC §4.2 steps 4 and 5).
-    pub fn seal_for(&self, pack_id: &str, license: &License) -> Result<Vec<u8>, Error> {
+    pub fn seal_for(&self, pack_id: &str, license: &VerifiedLicense) -> Result<Vec<u8>, Error> {
         let playbook = self
             .packs
             .get(pack_id)

@@ -10,7 +10,7 @@ mod stream;
 
 pub use decision::{Decision, Severity, Source, Trigger, BLOCKED_TEXT, PERMIT_ACTION};
 pub use normalize::{warm as warm_normalize, Normalize};
-pub use receipt::{receipt_hash, RECEIPT_SCHEMA};
+pub use receipt::receipt_hash;
 pub use stream::{
     Blocked, OwnedStreamSession, Released, Session, StreamOptions, StreamSession,
     DEFAULT_MAX_HOLDBACK_CHARS, HOLDBACK_ACTION, HOLDBACK_REASON,

@@ -72,7 +72,10 @@ impl Named for LicenseError {
     }
 }
 
-/// A parsed license; [`License::verify`] and [`License::check_window`] make it trustworthy.
+/// A parsed license, not yet trusted: reading, entitlements and the
+/// window. Only [`License::verified`] (and [`License::load`] over it), which
+/// parse a license's bytes, verify its signature and check its window,
+/// yield the [`VerifiedLicense`] that opens or seals a pack.
 #[derive(Debug, Clone)]
 pub struct License {
     /// Where it was read from (for messages).
@@ -341,13 +344,12 @@ impl License {
         Ok(())
     }
 
-    /// The content key (crate-internal: packs are sealed and opened with it).
-    pub(crate) fn content_key(&self) -> &ContentKey {
-        &self.content_key
-    }
-
     /// Reads, verifies and window-checks the license at `path` (SPEC §5 step 1).
-    pub fn load(path: &Path, keys: &IssuerKeys, now: OffsetDateTime) -> Result<Self, LicenseError> {
+    pub fn load(
+        path: &Path,
+        keys: &IssuerKeys,
+        now: OffsetDateTime,
+    ) -> Result<VerifiedLicense, LicenseError> {
         let bytes = Self::read_bytes(path)?;
         Self::verified(&bytes, &path.display().to_string(), || Ok(keys), now)
     }
@@ -363,7 +365,7 @@ impl License {
         name: &str,
         keys: impl FnOnce() -> Result<K, E>,
         now: OffsetDateTime,
-    ) -> Result<Self, E>
+    ) -> Result<VerifiedLicense, E>
     where
         K: std::borrow::Borrow<IssuerKeys>,
         E: From<LicenseError>,
@@ -372,7 +374,50 @@ impl License {
         let keys = keys()?;
         lic.verify(keys.borrow())?;
         lic.check_window(now)?;
-        Ok(lic)
+        Ok(VerifiedLicense(lic))
+    }
+}
+
+/// A license whose signature verified against the trusted issuer keys and
+/// that was inside its validity window when checked (SPEC §5 step 1): what
+/// every function that opens or seals a pack takes, so that an unverified
+/// license cannot reach the content key.
+///
+/// Built only by [`License::verified`] (and [`License::load`] and
+/// [`LicenseArgs::load`] over it); it reads as the [`License`] it wraps.
+/// The window was checked at the `now` passed there: a long-lived holder
+/// (serve mode) still watches `not_after` itself.
+///
+/// A pack opens only with one:
+///
+/// ```
+/// fn open(bytes: &[u8], license: &helixor::VerifiedLicense) -> Result<(), helixor::Error> {
+///     helixor::load_pack(bytes, "p.hxpack", license).map(drop)
+/// }
+/// ```
+///
+/// and a parsed license that skipped verification does not compile there:
+///
+/// ```compile_fail
+/// fn open(bytes: &[u8], license: &helixor::License) -> Result<(), helixor::Error> {
+///     helixor::load_pack(bytes, "p.hxpack", license).map(drop)
+/// }
+/// ```
+#[derive(Debug, Clone)]
+pub struct VerifiedLicense(License);
+
+impl std::ops::Deref for VerifiedLicense {
+    type Target = License;
+
+    fn deref(&self) -> &License {
+        &self.0
+    }
+}
+
+impl VerifiedLicense {
+    /// The content key (crate-internal: packs are sealed and opened with it).
+    pub(crate) fn content_key(&self) -> &ContentKey {
+        &self.0.content_key
     }
 }
 
@@ -415,7 +460,7 @@ pub struct LicenseArgs {
 
 impl LicenseArgs {
     /// Finds, reads, verifies and window-checks the license (SPEC §5 step 1).
-    pub fn load(&self, now: OffsetDateTime) -> Result<License, LicenseError> {
+    pub fn load(&self, now: OffsetDateTime) -> Result<VerifiedLicense, LicenseError> {
         self.load_with_bytes(now).map(|(lic, _)| lic)
     }
 
@@ -424,7 +469,7 @@ impl LicenseArgs {
     pub fn load_with_bytes(
         &self,
         now: OffsetDateTime,
-    ) -> Result<(License, Zeroizing<Vec<u8>>), LicenseError> {
+    ) -> Result<(VerifiedLicense, Zeroizing<Vec<u8>>), LicenseError> {
         let path = resolve_license_path(self.license.as_deref())?;
         let bytes = License::read_bytes(&path)?;
         let keys = || IssuerKeys::resolve(self.issuer_keys.as_deref());

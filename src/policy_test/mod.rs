@@ -9,15 +9,13 @@ mod diff;
 mod file;
 pub mod report;
 
-pub use file::{
-    Case, Expect, ExpectedSeverity, Target, TestFile, EXPECT_KEYS, MAX_TEST_FILE_BYTES,
-};
+pub use file::{Expect, ExpectedSeverity, Target, TestFile};
 
 use crate::builtins::HARD_RULES;
 use crate::compiler::{self, Entitlement};
 use crate::engine::{Decision, Evaluator};
 use crate::error::{ErrorName, Named};
-use crate::license::{License, LicenseArgs, LicenseError};
+use crate::license::{LicenseArgs, LicenseError, VerifiedLicense};
 use crate::pack::{build_evaluator, load_pack_file};
 use crate::Error;
 use serde_json::{json, Value};
@@ -303,7 +301,7 @@ impl Loader {
         &self,
         license: Option<&Path>,
         issuer_keys: Option<&Path>,
-    ) -> Result<License, LicenseError> {
+    ) -> Result<VerifiedLicense, LicenseError> {
         let args = LicenseArgs {
             license: license
                 .map(Path::to_path_buf)

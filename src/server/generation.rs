@@ -6,7 +6,7 @@
 use super::auth::TokenSet;
 use crate::crypto::sha256;
 use crate::error::Named;
-use crate::license::{self, IssuerKeys, License, LicenseError};
+use crate::license::{self, IssuerKeys, License, LicenseError, VerifiedLicense};
 use crate::pack::{load_pack, LoadedPack};
 use crate::{Error, PackError};
 use sha2::{Digest, Sha256};
@@ -294,7 +294,7 @@ pub struct Generation {
     /// When it was loaded.
     pub loaded_at: OffsetDateTime,
     /// The verified license (holds the content key: never serialise it).
-    pub license: License,
+    pub license: VerifiedLicense,
     /// The packs by id.
     pub packs: BTreeMap<String, LoadedPack>,
     /// The digests of the files it was built from.
