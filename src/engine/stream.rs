@@ -51,7 +51,21 @@
 //!   before the last such byte of a piece (a space, for the e-mail codon)
 //!   also ends before it, and only the text after it is simulated. One
 //!   backward and one forward pass over each piece find that byte for
-//!   every rule at once.
+//!   every rule at once;
+//! - a rule's *keep* bytes (ASCII, found at load) are those that keep every
+//!   fresh partial match live and undecided, whatever their order: from any
+//!   start, any run of them leads to a state that is not dead, not a match
+//!   and not terminal (the e-mail codon's local-part characters). A thread
+//!   that would open at the start of such a run at the end of a piece, with
+//!   no other thread live, is certainly live and the earliest live start, so
+//!   it is *deferred*: recorded by its start and not simulated. The next
+//!   piece either extends the run (still deferred), ends it at a byte no
+//!   partial match can consume (then settled like skipped text: the exact
+//!   search looks only if a required byte occurred since its start), or
+//!   brings another byte (then simulated from its start). A word of prose
+//!   cut across pieces thus costs the e-mail codon no transition at all, and
+//!   deferral releases exactly what simulation would (a unit property test
+//!   compares them piece by piece).
 //!
 //! Every start before the earliest live start is settled, so the exact
 //! regex (the same search as [`Evaluator::evaluate`], through the same
@@ -199,6 +213,15 @@ struct LiveRule {
     /// Bytes of which every match holds one (all bytes when there is no
     /// such set).
     required: [bool; 256],
+    /// Bytes that keep a fresh partial match live and undecided: from any
+    /// anchored start, every non-empty run of them leads to a state that is
+    /// not dead, not a match and not terminal (see [`keep_bytes`]). A
+    /// thread that opens at the start of such a run at the end of a piece
+    /// is live whatever its bytes, so it is not simulated at all until the
+    /// run ends (see [`RuleState::deferred`]).
+    keep: [bool; 256],
+    /// Whether `keep` holds any byte.
+    defers: bool,
 }
 
 /// Lazy-DFA caches of one session, one per rule (`None` for a rule without an automaton).
@@ -309,12 +332,13 @@ impl LiveRule {
             .ok()
             .and_then(|h| leading_look(&h))
             .filter(|l| is_word_look(*l));
-        let (mut first, inner) = match &dfa {
+        let (mut first, inner, keep) = match &dfa {
             Some(d) => (
                 first_bytes(d).unwrap_or([true; 256]),
                 inner_bytes(d).unwrap_or([true; 256]),
+                keep_bytes(d).unwrap_or([false; 256]),
             ),
-            None => ([true; 256], [true; 256]),
+            None => ([true; 256], [true; 256], [false; 256]),
         };
         for b in 0..=255u8 {
             if is_continuation(b) {
@@ -341,6 +365,8 @@ impl LiveRule {
             first,
             inner,
             required,
+            defers: keep.contains(&true),
+            keep,
         }
     }
 }
@@ -476,12 +502,107 @@ fn first_bytes(dfa: &DFA) -> Option<[bool; 256]> {
     Some(first)
 }
 
+/// Bytes that keep every fresh partial match live and undecided: a set
+/// such that, from every anchored start state, each byte of it leads to a
+/// state that is not dead, not a match and not terminal, and so does each of
+/// them from every state reached that way. `None` when the automaton is too
+/// large to explore (nothing is then deferred).
+///
+/// ASCII bytes only. Found by exploring the states reachable through the
+/// candidate bytes,
+/// breadth first, and dropping the byte class of the first bad transition
+/// met, then exploring again: the bad transition nearest to a start decides,
+/// so a byte is not dropped because of states that only a byte dropped later
+/// reaches (for the e-mail codon, `@` goes first, and the letters stay).
+fn keep_bytes(dfa: &DFA) -> Option<[bool; 256]> {
+    let mut cache = dfa.create_cache();
+    let mut starts: Vec<LazyStateID> = Vec::new();
+    for lb in std::iter::once(None).chain((0..=255u8).map(Some)) {
+        let cfg = start::Config::new().anchored(Anchored::Yes).look_behind(lb);
+        let sid = dfa.start_state(&mut cache, &cfg).ok()?;
+        if !starts.contains(&sid) {
+            starts.push(sid);
+        }
+    }
+    // ASCII bytes only, one per byte class: a text is valid UTF-8, and a
+    // run of keep bytes never splits a character (bytes of multi-byte
+    // characters would make every byte after a lead byte bad).
+    let classes = dfa.byte_classes();
+    let mut reps: Vec<u8> = Vec::new();
+    for b in 0..=127u8 {
+        if !reps.iter().any(|&r| classes.get(r) == classes.get(b)) {
+            reps.push(b);
+        }
+    }
+    let mut keep_class = [true; 256];
+    let mut terminal: HashMap<LazyStateID, bool> = HashMap::new();
+    // Each round drops one class or ends: at most one round per class.
+    'rounds: for _ in 0..=reps.len() {
+        let mut queue = starts.clone();
+        let mut seen: HashSet<LazyStateID> = starts.iter().copied().collect();
+        let mut k = 0;
+        while k < queue.len() {
+            let sid = queue[k];
+            k += 1;
+            for &b in &reps {
+                let class = usize::from(classes.get(b));
+                if !keep_class[class] {
+                    continue;
+                }
+                let next = dfa.next_state(&mut cache, sid, b).ok()?;
+                // A cleared cache invalidates every state id collected so far.
+                if cache.clear_count() > 0 {
+                    return None;
+                }
+                let bad = next.is_dead()
+                    || next.is_match()
+                    || match terminal.get(&next) {
+                        Some(&t) => t,
+                        None => {
+                            let t = is_terminal(dfa, &mut cache, next);
+                            if cache.clear_count() > 0 {
+                                return None;
+                            }
+                            terminal.insert(next, t);
+                            t
+                        }
+                    };
+                if bad {
+                    keep_class[class] = false;
+                    continue 'rounds;
+                }
+                if seen.insert(next) {
+                    if queue.len() >= MAX_EXPLORED_STATES {
+                        return None;
+                    }
+                    queue.push(next);
+                }
+            }
+        }
+        // A whole round without a bad transition: the set holds.
+        let mut keep = [false; 256];
+        for (b, slot) in (0..=127u8).zip(keep.iter_mut()) {
+            *slot = keep_class[usize::from(classes.get(b))];
+        }
+        return Some(keep);
+    }
+    None
+}
+
 /// One rule's progress in a session.
 struct RuleState {
     /// Every match starting before `p` is committed; none other starts before it.
     p: usize,
     /// Live starts and their DFA states, by increasing start, states distinct.
     threads: Vec<Thread>,
+    /// A thread not simulated (then `threads` is empty): it opens at the
+    /// start given, and every byte from there to the end of the text
+    /// scanned is one of the rule's [`LiveRule::keep`] bytes, so it is live
+    /// and is the earliest live start. The flag says whether one of those
+    /// bytes is a required one. The next piece either ends the run (the
+    /// thread is then settled like the skipped text, or simulated from its
+    /// start) or extends it.
+    deferred: Option<(usize, bool)>,
     /// Start states by look-behind byte (index 256: start of the stream).
     starts: Vec<Option<LazyStateID>>,
     /// The cache's clear count the state ids above belong to.
@@ -575,6 +696,9 @@ struct Core {
     /// every push.
     caches: Option<Box<Caches>>,
     live: Option<Box<LiveCaches>>,
+    /// Tests turn deferral off to check that it changes no release.
+    #[cfg(test)]
+    defer: bool,
 }
 
 impl<E: Deref<Target = Evaluator>> std::fmt::Debug for Session<E> {
@@ -837,6 +961,7 @@ impl Core {
                 .map(|clears| RuleState {
                     p: 0,
                     threads: Vec::new(),
+                    deferred: None,
                     starts: vec![None; 257],
                     clears,
                     terminal: Vec::new(),
@@ -855,6 +980,8 @@ impl Core {
             finished: false,
             caches: Some(Box::new(caches)),
             live: Some(Box::new(live)),
+            #[cfg(test)]
+            defer: true,
         }
     }
 
@@ -926,11 +1053,12 @@ impl Core {
             for i in rules_in(self.threaded, count) {
                 // The end of input may complete what is still live.
                 let r = &mut self.rules[i];
-                if !r.threads.is_empty() {
+                if !r.threads.is_empty() || r.deferred.is_some() {
                     mark(&mut r.dirty, r.p);
                     mark(&mut r.dirty, n);
                 }
                 r.threads.clear();
+                r.deferred = None;
             }
             was_busy
         } else {
@@ -951,7 +1079,7 @@ impl Core {
                 // Idle until now: settled up to the previous end.
                 st.p = from;
             }
-            if st.threads.is_empty() && st.dirty.is_none() && has_dfa {
+            if st.threads.is_empty() && st.deferred.is_none() && st.dirty.is_none() && has_dfa {
                 st.p = st.p.max(n);
                 continue;
             }
@@ -964,13 +1092,13 @@ impl Core {
                 searching |= rule_bit(i);
                 continue;
             }
-            match st.threads.first() {
-                Some(t) => {
-                    st.p = st.p.max(t.0);
+            match st.threads.first().map(|t| t.0).or(st.deferred.map(|d| d.0)) {
+                Some(live) => {
+                    st.p = st.p.max(live);
                     threaded |= rule_bit(i);
                     still |= rule_bit(i);
                     if !eoi {
-                        q = q.min(t.0);
+                        q = q.min(live);
                     }
                 }
                 None => st.p = st.p.max(n),
@@ -984,11 +1112,11 @@ impl Core {
                 let candidate = mask[i / 64] & (1 << (i % 64)) != 0;
                 fatal |= self.commit(ev, i, n, eoi, candidate, caches, live.0[i].as_mut());
                 let st = &self.rules[i];
-                if !st.threads.is_empty() {
+                let live = !st.threads.is_empty() || st.deferred.is_some();
+                if live {
                     threaded |= rule_bit(i);
                 }
-                if !st.threads.is_empty() || st.dirty.is_some() || self.plan.rules[i].dfa.is_none()
-                {
+                if live || st.dirty.is_some() || self.plan.rules[i].dfa.is_none() {
                     still |= rule_bit(i);
                 }
                 if !eoi {
@@ -1040,6 +1168,7 @@ impl Core {
         skip: Option<(usize, bool)>,
         cache: Option<&mut LazyCache>,
     ) {
+        let defer = self.defers();
         let rule = &self.plan.rules[i];
         let (Some(dfa), Some(cache)) = (&rule.dfa, cache) else {
             return;
@@ -1051,6 +1180,32 @@ impl Core {
         }
         let looks = LookMatcher::new();
         let mut j = from;
+        // A thread deferred at the end of the last piece starts here: its
+        // bytes so far are keep bytes, none was simulated.
+        let deferred = st.deferred.take();
+        let mut may_match_deferred = false;
+        if let Some((at, required)) = deferred {
+            j = at;
+            match skip {
+                Some((last, _)) => {
+                    may_match_deferred = required
+                        || bytes[from..=last]
+                            .iter()
+                            .any(|&b| rule.required[usize::from(b)]);
+                }
+                None if bytes[from..to].iter().all(|&b| rule.keep[usize::from(b)]) => {
+                    // The run goes on: still live, still not simulated.
+                    let required = required
+                        || bytes[from..to]
+                            .iter()
+                            .any(|&b| rule.required[usize::from(b)]);
+                    st.deferred = Some((at, required));
+                    return;
+                }
+                // Another byte: simulate from the thread's start.
+                None => {}
+            }
+        }
         // A thread that consumes a byte outside the rule's inner bytes dies
         // or settles, so a match that starts before the last such byte also
         // ends before it: only the text after it needs simulating. Where a
@@ -1058,6 +1213,10 @@ impl Core {
         // byte that can begin one and one it needs are there), the exact
         // search looks instead.
         if let Some((last, may_match)) = skip {
+            // A deferred thread opened at `j` (a byte that can begin a
+            // match): whether a match may lie in the skipped text also
+            // depends on its bytes before this piece.
+            let may_match = may_match || may_match_deferred;
             if may_match && last + 1 - j <= SIMULATE_BELOW {
                 // Short: simulating it is cheaper than an exact search.
             } else {
@@ -1075,6 +1234,17 @@ impl Core {
                 j = last + 1;
             }
         }
+        // From `keep_from` on, every byte is a keep byte: a thread that
+        // opens there with no other thread live is deferred, not simulated.
+        let keep_from = if rule.defers && defer {
+            to - bytes[j.min(to)..to]
+                .iter()
+                .rev()
+                .take_while(|&&b| rule.keep[usize::from(b)])
+                .count()
+        } else {
+            to
+        };
         while j < to {
             if st.threads.is_empty() {
                 // Skip bytes that cannot begin a match.
@@ -1082,10 +1252,28 @@ impl Core {
                     Some(k) => j += k,
                     None => break,
                 }
+                if j >= keep_from
+                    && rule
+                        .lead
+                        .is_none_or(|l| lead_holds(&looks, l, rule.lead_ascii.as_ref(), bytes, j))
+                {
+                    let required = bytes[j..to].iter().any(|&b| rule.required[usize::from(b)]);
+                    st.deferred = Some((j, required));
+                    break;
+                }
             }
             step(dfa, rule, st, cache, bytes, j, self.origin, &looks);
             j += 1;
         }
+    }
+
+    /// Whether threads may be deferred (always, outside tests).
+    #[inline]
+    fn defers(&self) -> bool {
+        #[cfg(test)]
+        return self.defer;
+        #[cfg(not(test))]
+        true
     }
 
     /// [`Self::advance`] for every rule over `buf[from..to]`, with two
@@ -1180,7 +1368,11 @@ impl Core {
             // No automaton: hold back from the first unsettled start.
             return st.p;
         }
-        st.threads.first().map_or(n, |t| t.0)
+        match (st.threads.first(), st.deferred) {
+            (Some(t), _) => t.0,
+            (None, Some((at, _))) => at,
+            (None, None) => n,
+        }
     }
 
     /// Commits rule `i`'s settled matches; returns whether one is FATAL.
@@ -1244,6 +1436,7 @@ impl Core {
                 // Threads that began inside the match are moot; replay the
                 // starts after it.
                 self.rules[i].threads.clear();
+                self.rules[i].deferred = None;
                 self.advance(i, e, n, cache.as_deref_mut());
                 self.drop_terminal(i, cache.as_deref_mut());
             }
@@ -1458,6 +1651,7 @@ impl Core {
             let r = &mut self.rules[i];
             r.p -= shift;
             r.threads.iter_mut().for_each(|t| t.0 -= shift);
+            r.deferred = r.deferred.map(|(at, req)| (at - shift, req));
             r.dirty = r
                 .dirty
                 .map(|(lo, hi)| (lo.max(shift) - shift, hi.max(shift) - shift));

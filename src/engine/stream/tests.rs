@@ -362,3 +362,128 @@ fn past_64_rules_every_cut_gives_the_redacted_text() {
         assert_eq!(out.concat(), want, "pieces of {size}");
     }
 }
+
+#[test]
+fn only_a_run_that_keeps_every_partial_match_live_is_deferred() {
+    let e = builtin_only();
+    let s = e.stream(StreamOptions::default());
+    let keep = |i: usize| -> String {
+        (0..=255u8)
+            .filter(|&b| s.core.plan.rules[i].keep[usize::from(b)])
+            .map(char::from)
+            .collect()
+    };
+    // The e-mail codon (codon 3): any run of local-part characters from a
+    // start stays a live, undecided partial match; `@` does not (`a@@`
+    // dies), nor does a space.
+    let email = keep(3);
+    let mut want: String = ('0'..='9').chain('A'..='Z').chain('a'..='z').collect();
+    want.push_str("+-._");
+    let mut got: Vec<char> = email.chars().collect();
+    got.sort_unstable();
+    let mut want: Vec<char> = want.chars().collect();
+    want.sort_unstable();
+    assert_eq!(got, want);
+    // A fixed-length value dies on a run that is too long: nothing deferred.
+    assert_eq!(keep(0), "", "SSN");
+    assert!(!s.core.plan.rules[0].defers);
+}
+
+#[test]
+fn a_deferred_word_is_held_exactly_and_redacted_when_it_becomes_a_value() {
+    let e = builtin_only();
+    let mut s = e.stream(StreamOptions::default());
+    // "jane" is deferred (never simulated) while it grows; its start stays
+    // the earliest live one.
+    assert_eq!(s.push("mail jane").text, "mail ");
+    assert_eq!(s.push(".doe").text, "");
+    assert_eq!(s.held_chars(), 8);
+    // A space ends the run with no `@` in it: released at once.
+    assert_eq!(s.push(" or jo").text, "jane.doe or ");
+    assert_eq!(s.held_chars(), 2);
+    // `@` is no keep byte: the word is simulated from its start.
+    assert_eq!(s.push("@ex").text, "");
+    assert_eq!(s.push("ample.com").text, "");
+    assert_eq!(s.finish().text, "[REDACTED_EMAIL]");
+    // Ended by the end of input while deferred.
+    let (out, _) = run(&e, "to a.b@c.de", 1, StreamOptions::default());
+    assert_eq!(out.concat(), "to [REDACTED_EMAIL]");
+    let mut s = e.stream(StreamOptions::default());
+    assert_eq!(s.push("x jane").text, "x ");
+    assert_eq!(s.finish().text, "jane");
+}
+
+mod deferral {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn evaluators() -> &'static [Evaluator] {
+        static E: std::sync::OnceLock<Vec<Evaluator>> = std::sync::OnceLock::new();
+        E.get_or_init(|| {
+            vec![
+                builtin_only(),
+                crate::engine::tests::evaluator(crate::fuzzing::PROBE_RULES),
+            ]
+        })
+    }
+
+    fn token() -> impl Strategy<Value = String> {
+        prop_oneof![
+            Just("jane.doe@example.com".to_string()),
+            Just("a@b".to_string()),
+            Just("x@y.z.".to_string()),
+            Just("@".to_string()),
+            Just("support".to_string()),
+            Just("ops-team_42+tag".to_string()),
+            Just("123-45-6789".to_string()),
+            Just("4111 1111 1111 1111".to_string()),
+            Just("(212) 555-0187".to_string()),
+            Just("MRN: 1234567".to_string()),
+            Just("10.0.0.1".to_string()),
+            Just("écrit".to_string()),
+            "[a-z.@_+-]{1,12}",
+            "[ ,;\n]{1,2}",
+        ]
+    }
+
+    fn releases(e: &Evaluator, pieces: &[String], defer: bool) -> (Vec<Released>, Option<String>) {
+        let mut s = e.stream(StreamOptions {
+            block_on_fatal: false,
+            ..StreamOptions::default()
+        });
+        s.core.defer = defer;
+        let mut out: Vec<Released> = pieces.iter().map(|p| s.push(p)).collect();
+        out.push(s.finish());
+        (out, s.blocked().map(|b| b.action.clone()))
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(400))]
+
+        /// Deferring a thread changes no release, piece by piece: it only
+        /// saves simulating it.
+        #[test]
+        fn deferral_releases_exactly_what_simulation_releases(
+            tokens in proptest::collection::vec(token(), 0..12),
+            sizes in proptest::collection::vec(1usize..7, 1..40),
+        ) {
+            let text = tokens.concat();
+            let chars: Vec<char> = text.chars().collect();
+            let mut pieces = Vec::new();
+            let (mut at, mut k) = (0, 0);
+            while at < chars.len() {
+                let n = sizes[k % sizes.len()].min(chars.len() - at);
+                pieces.push(chars[at..at + n].iter().collect::<String>());
+                at += n;
+                k += 1;
+            }
+            for e in evaluators() {
+                let on = releases(e, &pieces, true);
+                let off = releases(e, &pieces, false);
+                prop_assert_eq!(&on, &off, "{:?}", pieces);
+                let whole: String = on.0.iter().map(|r| r.text.as_str()).collect();
+                prop_assert_eq!(whole, e.redacted_text(&text));
+            }
+        }
+    }
+}
