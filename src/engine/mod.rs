@@ -19,9 +19,13 @@ pub use stream::{
 use crate::builtins::{Validator, CODONS, HARD_RULES};
 use crate::pattern::{self, CompiledPattern, Flag};
 use crate::rules::{CustomRule, RuleAction, RuleType};
+use regex_automata::hybrid::{self, LazyStateID};
 use regex_automata::meta::{Cache, Regex};
+use regex_automata::nfa::thompson;
 use regex_automata::util::iter::Searcher;
-use regex_automata::{Anchored, Input, Match, MatchError, PatternID, PatternSet};
+use regex_automata::util::look::LookMatcher;
+use regex_automata::util::syntax;
+use regex_automata::{Anchored, Input, Match, MatchError, MatchKind, PatternID, PatternSet};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
@@ -36,6 +40,8 @@ struct Matcher {
     /// `\b` makes the exact regex's DFAs give up, it proposes where matches
     /// may start and the exact regex only confirms each, anchored.
     filter: Option<Regex>,
+    /// What bounds the guided search's confirmations (with `filter` only).
+    guide: Option<Guide>,
     /// Bytes of which every match holds one; `None` when there is no such set.
     required: Option<Vec<u8>>,
     validator: Validator,
@@ -50,6 +56,7 @@ impl Matcher {
         Self {
             regex: p.exact.clone(),
             filter: p.filter_regex.clone(),
+            guide: p.filter_regex.as_ref().and_then(|_| Guide::new(p)),
             required: p.required.clone(),
             validator,
             exact_src: p.exact_src.clone(),
@@ -136,6 +143,10 @@ impl RequiredBytes {
 struct Caches {
     exact: Vec<Cache>,
     filter: Vec<Option<Cache>>,
+    /// The guides' longest-match DFAs.
+    longest: Vec<Option<hybrid::dfa::Cache>>,
+    /// The guides' reverse DFAs.
+    reverse: Vec<Option<hybrid::dfa::Cache>>,
     set: Option<Cache>,
 }
 
@@ -286,6 +297,25 @@ impl Evaluator {
                 .matchers
                 .iter()
                 .map(|m| m.filter.as_ref().map(Regex::create_cache))
+                .collect(),
+            longest: self
+                .matchers
+                .iter()
+                .map(|m| {
+                    m.guide
+                        .as_ref()
+                        .map(|g| hybrid::dfa::Cache::new(&g.longest))
+                })
+                .collect(),
+            reverse: self
+                .matchers
+                .iter()
+                .map(|m| {
+                    m.guide
+                        .as_ref()
+                        .and_then(|g| g.reverse.as_ref())
+                        .map(hybrid::dfa::Cache::new)
+                })
                 .collect(),
             set: self.filter.as_ref().map(Regex::create_cache),
         }
@@ -606,7 +636,13 @@ impl Evaluator {
         let exact_cache = &mut caches.exact[i];
         let spans = match (&m.filter, &mut caches.filter[i]) {
             (Some(filter), Some(filter_cache)) if !ascii => {
-                guided_find_iter(&m.regex, exact_cache, filter, filter_cache, text)
+                let caches = GuidedCaches {
+                    exact: exact_cache,
+                    filter: filter_cache,
+                    longest: caches.longest[i].as_mut(),
+                    reverse: caches.reverse[i].as_mut(),
+                };
+                guided_find_iter(&m.regex, filter, m.guide.as_ref(), caches, text)
             }
             _ => find_iter_with(&m.regex, exact_cache, Input::new(text)),
         };
@@ -617,9 +653,252 @@ impl Evaluator {
     }
 }
 
-/// After this many proposed starts that the exact regex rejects, the plain
-/// search finishes the job (linear time, whatever the input).
-const MAX_GUIDED_MISSES: usize = 64;
+/// Work the guided search may spend on confirmations, per byte of text,
+/// before the plain search finishes the job. A confirmation counts the bytes
+/// its anchored searches may read (the proposed start to the end of the
+/// longest boundary-free match there) plus [`GUIDED_CALL_COST`]; ordinary
+/// text stays well under 1 a byte, and only inputs where every start re-reads
+/// a long stretch (`\w+ing\b` inside one giant non-ASCII word) go over.
+const GUIDED_WORK_FACTOR: usize = 8;
+/// Work the guided search may always spend, whatever the text's length.
+const GUIDED_WORK_BASE: usize = 64 << 10;
+/// Work charged per proposed start, for the searches' fixed cost (about
+/// what reading this many bytes costs).
+const GUIDED_CALL_COST: usize = 32;
+
+/// The parts of the guided search built from a matcher's boundary-free form.
+struct Guide {
+    /// The boundary-free form as a forward lazy DFA reporting the longest
+    /// match (`MatchKind::All`): anchored at a proposed start, its end bounds
+    /// every match of the exact regex there.
+    longest: hybrid::dfa::DFA,
+    /// Every match of the exact regex starts where Unicode `\b` holds, so a
+    /// proposed start inside a word is rejected without a search.
+    starts_at_boundary: bool,
+    /// When every match of the exact regex ends where Unicode `\b` holds:
+    /// the boundary-free form reversed (`MatchKind::All`), which one
+    /// backward pass runs from every such position at once to find every
+    /// start a match may have ([`trail_candidates`]).
+    reverse: Option<hybrid::dfa::DFA>,
+}
+
+impl Guide {
+    /// `None` when the DFA cannot be built (the guided search then runs
+    /// its confirmations unbounded, within the same work budget).
+    fn new(p: &CompiledPattern) -> Option<Self> {
+        let hir = regex_syntax::ParserBuilder::new()
+            .nest_limit(pattern::NEST_LIMIT)
+            .build()
+            .parse(&p.exact_src)
+            .ok()?;
+        let longest = hybrid::dfa::Builder::new()
+            .configure(
+                hybrid::dfa::DFA::config()
+                    .match_kind(MatchKind::All)
+                    .cache_capacity(pattern::PATTERN_DFA_LIMIT),
+            )
+            .syntax(syntax::Config::new().nest_limit(pattern::NEST_LIMIT))
+            .thompson(
+                thompson::Config::new()
+                    .nfa_size_limit(Some(pattern::PATTERN_SIZE_LIMIT))
+                    .which_captures(thompson::WhichCaptures::None),
+            )
+            .build(&p.filter)
+            .ok()?;
+        let reverse = if ends_at_boundary(&hir) {
+            hybrid::dfa::Builder::new()
+                .configure(
+                    hybrid::dfa::DFA::config()
+                        .match_kind(MatchKind::All)
+                        .cache_capacity(pattern::PATTERN_DFA_LIMIT),
+                )
+                .syntax(syntax::Config::new().nest_limit(pattern::NEST_LIMIT))
+                .thompson(
+                    thompson::Config::new()
+                        .nfa_size_limit(Some(pattern::PATTERN_SIZE_LIMIT))
+                        .which_captures(thompson::WhichCaptures::None)
+                        .reverse(true),
+                )
+                .build(&p.filter)
+                .ok()
+        } else {
+            None
+        };
+        Some(Self {
+            longest,
+            starts_at_boundary: starts_at_boundary(&hir),
+            reverse,
+        })
+    }
+}
+
+/// Whether `look` implies that Unicode `\b` holds where it does.
+fn implies_boundary(look: regex_syntax::hir::Look) -> bool {
+    use regex_syntax::hir::Look;
+    matches!(
+        look,
+        Look::WordUnicode | Look::WordStartUnicode | Look::WordEndUnicode
+    )
+}
+
+/// Whether every match of `hir` ends with an assertion that implies
+/// Unicode `\b` at its end.
+fn ends_at_boundary(hir: &regex_syntax::hir::Hir) -> bool {
+    use regex_syntax::hir::HirKind;
+    match hir.kind() {
+        HirKind::Look(look) => implies_boundary(*look),
+        HirKind::Capture(cap) => ends_at_boundary(&cap.sub),
+        HirKind::Concat(parts) => parts.last().is_some_and(ends_at_boundary),
+        HirKind::Alternation(alts) => alts.iter().all(ends_at_boundary),
+        _ => false,
+    }
+}
+
+/// Whether every match of `hir` begins with an assertion that implies
+/// Unicode `\b` at its start.
+fn starts_at_boundary(hir: &regex_syntax::hir::Hir) -> bool {
+    use regex_syntax::hir::HirKind;
+    match hir.kind() {
+        HirKind::Look(look) => implies_boundary(*look),
+        HirKind::Capture(cap) => starts_at_boundary(&cap.sub),
+        HirKind::Concat(parts) => parts.first().is_some_and(starts_at_boundary),
+        HirKind::Alternation(alts) => alts.iter().all(starts_at_boundary),
+        _ => false,
+    }
+}
+
+/// Whether Unicode `\b` holds at `at` (a char boundary of `text`); `true`
+/// when it cannot be told, so that nothing is skipped.
+fn is_boundary(text: &str, at: usize) -> bool {
+    LookMatcher::new()
+        .is_word_unicode(text.as_bytes(), at)
+        .unwrap_or(true)
+}
+
+/// The first position after `at` where Unicode `\b` holds (or the end).
+fn next_boundary(text: &str, at: usize) -> usize {
+    let mut p = at;
+    for c in text[at..].chars() {
+        p += c.len_utf8();
+        if is_boundary(text, p) {
+            return p;
+        }
+    }
+    text.len()
+}
+
+/// Every position of `text[from..]` where a match of `reverse`'s pattern
+/// (a reversed boundary-free form) may start and end where Unicode `\b`
+/// holds, as a bit set indexed from `from`; `None` when it would take more
+/// than `limit` DFA transitions (or the DFA cannot run).
+///
+/// One backward pass keeps the set of distinct DFA states of the searches
+/// begun at every boundary so far, so each byte costs as many transitions
+/// as there are live distinct states: one giant word costs one pass, where
+/// a forward search from each of its starts would read it again each time.
+fn trail_candidates(
+    reverse: &hybrid::dfa::DFA,
+    cache: &mut hybrid::dfa::Cache,
+    text: &str,
+    from: usize,
+    limit: usize,
+) -> Option<Vec<u64>> {
+    let bytes = text.as_bytes();
+    let mut set = vec![0u64; (text.len() - from) / 64 + 1];
+    let mut mark = |p: usize| set[(p - from) / 64] |= 1 << ((p - from) % 64);
+    // An unknown word class makes every position a boundary: more
+    // candidates, never fewer.
+    let word =
+        |c: Option<char>| c.map_or(Some(false), |c| regex_syntax::try_is_word_character(c).ok());
+    let clears = cache.clear_count();
+    let mut live: Vec<LazyStateID> = Vec::new();
+    let mut next: Vec<LazyStateID> = Vec::new();
+    let mut work = 0usize;
+    let mut after = word(None);
+    let mut p = text.len();
+    let mut chars = text[from..].chars().rev();
+    loop {
+        let c = chars.next();
+        let before = match c {
+            Some(c) => word(Some(c)),
+            None => word(text[..from].chars().next_back()),
+        };
+        if before.zip(after).is_none_or(|(b, a)| b != a) {
+            let input = Input::new(text).range(..p).anchored(Anchored::Yes);
+            let sid = reverse.start_state_reverse(cache, &input).ok()?;
+            // A cleared cache invalidates the state ids held across bytes.
+            if cache.clear_count() != clears {
+                return None;
+            }
+            if !live.contains(&sid) {
+                live.push(sid);
+            }
+        }
+        // The DFA reports a match one byte late: the state after the byte
+        // before `p` says whether a match starts at `p`.
+        let Some(c) = c else {
+            for &sid in &live {
+                let last = match p.checked_sub(1) {
+                    Some(k) => reverse.next_state(cache, sid, bytes[k]).ok()?,
+                    None => reverse.next_eoi_state(cache, sid).ok()?,
+                };
+                if cache.clear_count() != clears {
+                    return None;
+                }
+                if last.is_match() {
+                    mark(p);
+                }
+            }
+            break;
+        };
+        let len = c.len_utf8();
+        for k in (p - len..p).rev() {
+            work += live.len();
+            if work > limit {
+                return None;
+            }
+            next.clear();
+            for &sid in &live {
+                let to = reverse.next_state(cache, sid, bytes[k]).ok()?;
+                if cache.clear_count() != clears || to.is_quit() || to.is_unknown() {
+                    return None;
+                }
+                if to.is_match() && k + 1 == p {
+                    mark(p);
+                }
+                if !to.is_dead() && !next.contains(&to) {
+                    next.push(to);
+                }
+            }
+            std::mem::swap(&mut live, &mut next);
+        }
+        after = before;
+        p -= len;
+    }
+    Some(set)
+}
+
+/// The first position at or after `at` in `set` (indexed from `from`).
+fn next_candidate(set: &[u64], from: usize, at: usize) -> Option<usize> {
+    let i = at.checked_sub(from)?;
+    let mut w = i / 64;
+    let mut bits = set.get(w)? & (u64::MAX << (i % 64));
+    loop {
+        if bits != 0 {
+            return Some(from + w * 64 + bits.trailing_zeros() as usize);
+        }
+        w += 1;
+        bits = *set.get(w)?;
+    }
+}
+
+/// The caches of one matcher's guided search.
+struct GuidedCaches<'a> {
+    exact: &'a mut Cache,
+    filter: &'a mut Cache,
+    longest: Option<&'a mut hybrid::dfa::Cache>,
+    reverse: Option<&'a mut hybrid::dfa::Cache>,
+}
 
 /// The matches `exact.find_iter(text)` yields, found fast on non-ASCII text.
 ///
@@ -629,26 +908,104 @@ const MAX_GUIDED_MISSES: usize = 64;
 /// `filter` proposes that start; an anchored `exact` search confirms it (its
 /// leftmost-first match there is the one `find_iter` would report) or
 /// rejects it, and the search goes on one character later.
+///
+/// Each confirmation only reads its own span: its range ends where the
+/// longest `filter` match from the start ends, which no `exact` match there
+/// can pass (look-around still sees the bytes past the range, so the result
+/// is the same), and on a short range the meta regex runs its bounded
+/// backtracker instead of the PikeVM. When the confirmations' work passes
+/// the budget ([`GUIDED_WORK_FACTOR`] a byte), the plain search finishes the
+/// job, in linear time whatever the input.
 fn guided_find_iter(
     exact: &Regex,
-    exact_cache: &mut Cache,
     filter: &Regex,
-    filter_cache: &mut Cache,
+    guide: Option<&Guide>,
+    caches: GuidedCaches<'_>,
     text: &str,
 ) -> Vec<(usize, usize)> {
+    let GuidedCaches {
+        exact: exact_cache,
+        filter: filter_cache,
+        mut longest,
+        mut reverse,
+    } = caches;
     let mut out = Vec::new();
     let mut pos = 0usize;
-    let mut misses = 0usize;
+    let budget = GUIDED_WORK_FACTOR
+        .saturating_mul(text.len())
+        .saturating_add(GUIDED_WORK_BASE);
+    let mut work = 0usize;
+    // Candidate starts of a pattern that ends at a boundary, once forward
+    // proposals have cost a pass over the text: (from, bit set).
+    let mut trail: Option<(usize, Vec<u64>)> = None;
+    let mut trail_tried = false;
     let next_char = |at: usize| at + text[at..].chars().next().map_or(1, char::len_utf8);
     while pos <= text.len() {
-        let Some(proposed) = filter.search_with(filter_cache, &Input::new(text).range(pos..))
-        else {
-            break;
+        let start = match &trail {
+            Some((from, set)) => match next_candidate(set, *from, pos) {
+                Some(s) => s,
+                None => break,
+            },
+            None => {
+                let Some(proposed) =
+                    filter.search_with(filter_cache, &Input::new(text).range(pos..))
+                else {
+                    break;
+                };
+                work = work
+                    .saturating_add(proposed.end() - pos)
+                    .saturating_add(GUIDED_CALL_COST);
+                proposed.start()
+            }
         };
-        let start = proposed.start();
+        if guide.is_some_and(|g| g.starts_at_boundary) && !is_boundary(text, start) {
+            if start >= text.len() {
+                break;
+            }
+            pos = next_boundary(text, start);
+            continue;
+        }
+        let bound = match (guide, longest.as_deref_mut()) {
+            (Some(g), Some(cache)) => g
+                .longest
+                .try_search_fwd(
+                    cache,
+                    &Input::new(text).range(start..).anchored(Anchored::Yes),
+                )
+                .ok()
+                .flatten()
+                .map_or(text.len(), |m| m.offset()),
+            _ => text.len(),
+        };
+        work = work
+            .saturating_add(2 * (bound - start))
+            .saturating_add(GUIDED_CALL_COST);
+        if !trail_tried && work > text.len() {
+            // Forward proposals re-read the text: a pattern that ends at a
+            // boundary gets every candidate start from one backward pass.
+            trail_tried = true;
+            if let (Some(rev), Some(cache)) = (
+                guide.and_then(|g| g.reverse.as_ref()),
+                reverse.as_deref_mut(),
+            ) {
+                if let Some(set) = trail_candidates(rev, cache, text, pos, budget) {
+                    trail = Some((pos, set));
+                    work = 0;
+                    continue;
+                }
+            }
+        }
+        if work > budget {
+            out.extend(find_iter_with(
+                exact,
+                exact_cache,
+                Input::new(text).range(pos..),
+            ));
+            break;
+        }
         match exact.search_with(
             exact_cache,
-            &Input::new(text).range(start..).anchored(Anchored::Yes),
+            &Input::new(text).range(start..bound).anchored(Anchored::Yes),
         ) {
             Some(m) => {
                 out.push((m.start(), m.end()));
@@ -658,15 +1015,7 @@ fn guided_find_iter(
                     m.end()
                 };
             }
-            None if misses < MAX_GUIDED_MISSES => {
-                misses += 1;
-                pos = next_char(start);
-            }
-            None => {
-                let rest = Input::new(text).range(next_char(start)..);
-                out.extend(find_iter_with(exact, exact_cache, rest));
-                break;
-            }
+            None => pos = next_char(start),
         }
     }
     out
