@@ -419,12 +419,16 @@ impl Evaluator {
         if found.is_empty() {
             return text.to_string();
         }
-        let mut items: Vec<Item<'_>> = Vec::new();
-        for (i, spans) in found.iter().enumerate() {
-            let (key, placeholder) = self.redaction_key(i);
-            items.extend(spans.iter().map(|&(s, e)| (s, e, key, placeholder)));
-        }
-        redact(text, view.as_ref(), items)
+        let sources: Vec<Spans<'_, '_>> = found
+            .iter()
+            .enumerate()
+            .filter(|(_, spans)| !spans.is_empty())
+            .map(|(i, spans)| {
+                let (key, placeholder) = self.redaction_key(i);
+                (spans.as_slice(), key, placeholder)
+            })
+            .collect();
+        redact(text, view.as_ref(), &sources)
     }
 
     /// Matcher `i`'s sort key in the sweep (its trigger's place among all
@@ -491,8 +495,9 @@ impl Evaluator {
         };
 
         let mut triggers: Vec<Trigger<'_>> = Vec::new();
-        // Byte spans of WARNING triggers for redaction: (start, end, order, placeholder).
-        let mut redactions: Vec<Item<'_>> = Vec::new();
+        // Byte spans of WARNING triggers for redaction, one sorted list per
+        // matcher, with its sweep key (trigger order, codon) and placeholder.
+        let mut redactions: Vec<Spans<'_, '_>> = Vec::new();
         for (r, info) in self.rules.iter().enumerate() {
             let spans = &found[r];
             if spans.is_empty() {
@@ -500,11 +505,7 @@ impl Evaluator {
             }
             if info.severity == Severity::Warning {
                 let t = triggers.len();
-                redactions.extend(
-                    spans
-                        .iter()
-                        .map(|&(s, e)| (s, e, (t, 0), info.placeholder.as_str())),
-                );
+                redactions.push((spans, (t, 0), info.placeholder.as_str()));
             }
             triggers.push(Trigger {
                 rule_id: &info.id,
@@ -528,11 +529,7 @@ impl Evaluator {
                 codes.push(CODONS[c].code);
                 spans.extend_from_slice(m);
                 if !hr.fatal {
-                    let t = triggers.len();
-                    redactions.extend(
-                        m.iter()
-                            .map(|&(s, e)| (s, e, (t, c), CODONS[c].placeholder)),
-                    );
+                    redactions.push((m, (triggers.len(), c), CODONS[c].placeholder));
                 }
             }
             if spans.is_empty() {
@@ -564,7 +561,7 @@ impl Evaluator {
             });
         let clean = match deciding.map(|i| triggers[i].severity) {
             Some(Severity::Fatal) => BLOCKED_TEXT.to_string(),
-            Some(Severity::Warning) => redact(text, view, redactions),
+            Some(Severity::Warning) => redact(text, view, &redactions),
             None => text.to_string(),
         };
         self.finish(text, triggers, deciding, clean, normalized)
@@ -646,10 +643,9 @@ impl Evaluator {
             }
             _ => find_iter_with(&m.regex, exact_cache, Input::new(text)),
         };
+        let mut spans = spans;
+        spans.retain(|&(s, e)| s < e && validate(m.validator, &text[s..e]));
         spans
-            .into_iter()
-            .filter(|&(s, e)| s < e && validate(m.validator, &text[s..e]))
-            .collect()
     }
 }
 
@@ -1125,22 +1121,106 @@ fn write_regions(
     out.push_str(&text[pos..to]);
 }
 
-/// Replaces WARNING matches by placeholders, merging overlaps (SPEC §6.3).
-/// With a `view`, the items are spans of the view: the regions are swept
-/// there, then mapped to `text` and merged again where they meet.
-fn redact(text: &str, view: Option<&normalize::View>, mut items: Vec<Item<'_>>) -> String {
-    let mut regions = sweep(&mut items);
-    if let Some(v) = view {
-        let mut mapped = Vec::with_capacity(regions.len());
-        for (s, e, p) in regions {
-            let (s, e) = v.map.span(s, e);
-            normalize::push_region(&mut mapped, s, e, p);
+/// One matcher's redaction spans (sorted by start, non-overlapping, as
+/// [`find_iter_with`] yields them), its sweep key and its placeholder.
+type Spans<'s, 'a> = (&'s [(usize, usize)], (usize, usize), &'a str);
+
+/// Above this many sources, [`merge_regions`] sorts items instead of
+/// merging lists (a merge step scans every list's head).
+const MERGE_SOURCES: usize = 8;
+
+/// The §6.3 sweep of [`sweep`] over `sources` without building its items:
+/// each source is already sorted, and no two sources share a key, so merging
+/// them by (start, end descending, key) gives the order the sort gives, and
+/// the same regions, each passed to `emit` as (start, end, placeholder).
+/// With many sources, this is [`sweep`] itself.
+fn merge_regions<'a>(sources: &[Spans<'_, 'a>], mut emit: impl FnMut(usize, usize, &'a str)) {
+    if sources.len() > MERGE_SOURCES {
+        let mut items: Vec<Item<'a>> = sources
+            .iter()
+            .flat_map(|&(spans, key, p)| spans.iter().map(move |&(s, e)| (s, e, key, p)))
+            .collect();
+        for (s, e, p) in sweep(&mut items) {
+            emit(s, e, p);
         }
-        regions = mapped;
+        return;
     }
-    let mut out = String::with_capacity(text.len());
-    write_regions(&mut out, text, 0, text.len(), &regions);
-    out
+    if let [(spans, _, placeholder)] = sources {
+        // One source's spans never overlap: each is its own region.
+        for &(s, e) in *spans {
+            emit(s, e, placeholder);
+        }
+        return;
+    }
+    let mut heads = vec![0usize; sources.len()];
+    let mut current: Option<(usize, usize, &'a str)> = None;
+    loop {
+        // The next item in sweep order: (start, end descending, key).
+        let mut best: Option<(usize, usize, usize)> = None;
+        for (i, &(spans, key, _)) in sources.iter().enumerate() {
+            let Some(&(s, e)) = spans.get(heads[i]) else {
+                continue;
+            };
+            let better = best.is_none_or(|(b, bs, be)| {
+                (s, std::cmp::Reverse(e), key) < (bs, std::cmp::Reverse(be), sources[b].1)
+            });
+            if better {
+                best = Some((i, s, e));
+            }
+        }
+        let Some((i, s, e)) = best else {
+            break;
+        };
+        heads[i] += 1;
+        match current.as_mut() {
+            Some(last) if s < last.1 => last.1 = last.1.max(e),
+            _ => {
+                if let Some((s0, e0, p0)) = current.replace((s, e, sources[i].2)) {
+                    emit(s0, e0, p0);
+                }
+            }
+        }
+    }
+    if let Some((s, e, p)) = current {
+        emit(s, e, p);
+    }
+}
+
+/// Replaces WARNING matches by placeholders, merging overlaps (SPEC §6.3).
+/// With a `view`, the sources are spans of the view: the regions are swept
+/// there, then mapped to `text` and merged again where they meet.
+fn redact(text: &str, view: Option<&normalize::View>, sources: &[Spans<'_, '_>]) -> String {
+    match view {
+        Some(v) => {
+            let mut mapped = Vec::new();
+            merge_regions(sources, |s, e, p| {
+                let (s, e) = v.map.span(s, e);
+                normalize::push_region(&mut mapped, s, e, p);
+            });
+            let mut out = String::with_capacity(text.len());
+            write_regions(&mut out, text, 0, text.len(), &mapped);
+            out
+        }
+        None => {
+            // Room for every placeholder: the text is written once, never
+            // moved by a reallocation.
+            let room: usize = sources
+                .iter()
+                .map(|(spans, _, p)| spans.len().saturating_mul(p.len()))
+                .fold(text.len(), usize::saturating_add);
+            let mut out = String::with_capacity(room);
+            let mut pos = 0;
+            merge_regions(sources, |s, e, placeholder| {
+                if pos < s {
+                    out.push_str(&text[pos..s]);
+                }
+                out.push_str(placeholder);
+                pos = e;
+            });
+            out.push_str(&text[pos..]);
+            out
+        }
+    }
 }
 
 #[cfg(test)]
