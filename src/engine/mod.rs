@@ -649,18 +649,23 @@ impl Evaluator {
     }
 }
 
-/// Work the guided search may spend on confirmations, per byte of text,
-/// before the plain search finishes the job. A confirmation counts the bytes
-/// its anchored searches may read (the proposed start to the end of the
-/// longest boundary-free match there) plus [`GUIDED_CALL_COST`]; ordinary
-/// text stays well under 1 a byte, and only inputs where every start re-reads
-/// a long stretch (`\w+ing\b` inside one giant non-ASCII word) go over.
-const GUIDED_WORK_FACTOR: usize = 8;
+/// The guided search counts its work in bytes read by a lazy DFA. An
+/// anchored confirmation of the exact regex on non-ASCII text runs an NFA
+/// engine (backtracker or PikeVM), which costs about this many DFA bytes per
+/// byte of its range: the same price per byte as the plain search that
+/// finishes the job when the budget runs out.
+const GUIDED_NFA_COST: usize = 16;
+/// What the guided search may spend, per byte of text, in plain-search
+/// bytes ([`GUIDED_NFA_COST`] DFA bytes each): ordinary text stays well under
+/// it, and a text past it has cost about one plain search already (measured:
+/// one failed confirmation over a 1 MiB word, then the plain search, beats
+/// two failed ones, then the plain search).
+const GUIDED_WORK_FACTOR: usize = 1;
 /// Work the guided search may always spend, whatever the text's length.
 const GUIDED_WORK_BASE: usize = 64 << 10;
 /// Work charged per proposed start, for the searches' fixed cost (about
-/// what reading this many bytes costs).
-const GUIDED_CALL_COST: usize = 32;
+/// what reading this many bytes with a DFA costs).
+const GUIDED_CALL_COST: usize = 128;
 
 /// The parts of the guided search built from a matcher's boundary-free form.
 struct Guide {
@@ -909,9 +914,13 @@ struct GuidedCaches<'a> {
 /// longest `filter` match from the start ends, which no `exact` match there
 /// can pass (look-around still sees the bytes past the range, so the result
 /// is the same), and on a short range the meta regex runs its bounded
-/// backtracker instead of the PikeVM. When the confirmations' work passes
-/// the budget ([`GUIDED_WORK_FACTOR`] a byte), the plain search finishes the
-/// job, in linear time whatever the input.
+/// backtracker instead of the PikeVM. Where every match begins with `\b`,
+/// a start inside a word is skipped without a search; where every match
+/// ends with one, and forward proposals keep re-reading the text, one
+/// backward pass ([`trail_candidates`]) yields every start a match may have.
+/// When the work passes the budget ([`GUIDED_WORK_FACTOR`] plain-search
+/// bytes a byte), the plain search finishes the job, in linear time
+/// whatever the input.
 fn guided_find_iter(
     exact: &Regex,
     filter: &Regex,
@@ -927,7 +936,7 @@ fn guided_find_iter(
     } = caches;
     let mut out = Vec::new();
     let mut pos = 0usize;
-    let budget = GUIDED_WORK_FACTOR
+    let budget = (GUIDED_WORK_FACTOR * GUIDED_NFA_COST)
         .saturating_mul(text.len())
         .saturating_add(GUIDED_WORK_BASE);
     let mut work = 0usize;
@@ -958,6 +967,14 @@ fn guided_find_iter(
             if start >= text.len() {
                 break;
             }
+            if work > budget {
+                out.extend(find_iter_with(
+                    exact,
+                    exact_cache,
+                    Input::new(text).range(pos..),
+                ));
+                break;
+            }
             pos = next_boundary(text, start);
             continue;
         }
@@ -974,9 +991,9 @@ fn guided_find_iter(
             _ => text.len(),
         };
         work = work
-            .saturating_add(2 * (bound - start))
+            .saturating_add(bound - start)
             .saturating_add(GUIDED_CALL_COST);
-        if !trail_tried && work > text.len() {
+        if !trail_tried && work > 2 * text.len() {
             // Forward proposals re-read the text: a pattern that ends at a
             // boundary gets every candidate start from one backward pass.
             trail_tried = true;
@@ -999,6 +1016,9 @@ fn guided_find_iter(
             ));
             break;
         }
+        // Charged after it runs: a confirmation that succeeds over the whole
+        // rest is the cheapest search of it there is (anchored, one pass).
+        work = work.saturating_add((bound - start).saturating_mul(GUIDED_NFA_COST));
         match exact.search_with(
             exact_cache,
             &Input::new(text).range(start..bound).anchored(Anchored::Yes),

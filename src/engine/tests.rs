@@ -417,6 +417,13 @@ fn guided_search_matches_find_iter_on_adversarial_texts() {
         (r"a\b|ab", long("éab a ", 2000)),
         (r"[^ ]+\b", long("éaé", 3000)),
         (r"\w+\b", long("éa", 30000)),
+        // Past the base budget: a confirmation over most of the rest, and
+        // forward proposals that each re-read the rest, hand over to the
+        // plain search.
+        (r"\w+\b", long("éa", 100_000)),
+        (r"\w+ing\b|zz", long("aingé", 40_000)),
+        (r"\w+ing\b|zz", format!("{} aing zz", long("aingé", 40_000))),
+        (r"\w+ing\b", format!("{} aing", long("aingé", 40_000))),
     ];
     for (src, text) in &cases {
         let p = crate::pattern::compile(src, &[]).unwrap();
