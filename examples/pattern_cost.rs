@@ -6,7 +6,10 @@
 //!
 //! Run: `cargo run --release --locked --example pattern_cost` (numbers in
 //! BENCHMARKS.md, "Pattern cost (§11.4)"); `-- --compile-only` prints
-//! only what the check adds to compiling the shipped playbooks.
+//! only what the check adds to compiling the shipped playbooks;
+//! `-- --non-ascii-only` stops after the table of patterns with `\b` on
+//! non-ASCII adversarial texts; `-- --per-match` prints only the cost per
+//! match (`-- --per-match --once`: one evaluation, for callgrind).
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use helixor::pattern::{self, cost};
@@ -145,9 +148,113 @@ fn compile_costs() {
     println!();
 }
 
+/// Patterns with `\b` on 1 MiB of non-ASCII adversarial text (the guided
+/// search's path: the exact regex's DFA cannot run Unicode `\b` there).
+const NON_ASCII: &[(&str, &str)] = &[
+    (r"\w+ing\b", "aingé"),
+    (r"\w+ing\b", "éaing"),
+    (r"\w+ing\b", "aingé "),
+    (r"(?i)\bsecret\w*", "ésEcret"),
+    (r"(?i)\bsecret\w*", "é sEcret "),
+    (
+        r"\b[a-zA-Z0-9_.+-]+@[a-zA-Z0-9-]+\.[a-zA-Z0-9\-.]+\b",
+        "éaa@a.a",
+    ),
+    (
+        r"(?:\+?1[-.\s]?)?(?:\([2-9]\d{2}\)|[2-9]\d{2})[-.\s]?\d{3}[-.\s]?\d{4}\b",
+        "é(299)0000000",
+    ),
+    (r"\b\d{3}-\d{2}-\d{4}\b", "é123-45-6789"),
+    (r"\w+\b", "éa"),
+    (r"[^ ]+ing\b", "aingé"),
+    (r"\w+\bing\b", "aingé"),
+    (r"\w+ing\b|zz", "aingé"),
+    (r"x", "éx"),
+];
+
+/// Rules that match every character of a 1 MiB payload: the engine's cost
+/// per match (spans, triggers, redaction), not its search.
+const PER_MATCH: &[(&str, &str)] = &[(r"x", "x"), (r"[a-z]{1,8}X|[a-z]", "a"), (r"x", "éx")];
+
+/// Best of five evaluations of each per-match text; with `--once`, a single
+/// evaluation of the first (for `valgrind --tool=callgrind`).
+fn per_match(once: bool) {
+    println!("| pattern | 1 MiB of | matches | evaluation | search alone |");
+    println!("|---|---|---:|---:|---:|");
+    for (src, unit) in PER_MATCH {
+        let p = pattern::compile(src, &[]).unwrap();
+        let text = unit.repeat(MIB / unit.len());
+        let e = evaluator(&p);
+        if once {
+            std::hint::black_box(e.evaluate(&text).clean_text.len());
+            return;
+        }
+        let mut best = f64::INFINITY;
+        let mut found = 0;
+        for _ in 0..5 {
+            let started = now();
+            let d = e.evaluate(&text);
+            best = best.min(now() - started);
+            found = d.triggers.first().map_or(0, |t| t.match_count);
+        }
+        let search = (0..5)
+            .map(|_| searches(&p, std::slice::from_ref(&text))[0].0)
+            .fold(f64::INFINITY, f64::min);
+        println!(
+            "| `{src}` | `{unit}…` | {found} | {:.1} ms | {:.1} ms |",
+            best * 1e3,
+            search * 1e3
+        );
+    }
+    println!();
+}
+
+/// Best of three evaluations of each non-ASCII text, and of `find_iter`
+/// over the exact regex (the reference result, which runs the NFA there),
+/// checking that both find the same spans.
+fn non_ascii() {
+    println!("| pattern | 1 MiB of | evaluation | matches | exact `find_iter` alone |");
+    println!("|---|---|---:|---:|---:|");
+    for (src, unit) in NON_ASCII {
+        let p = pattern::compile(src, &[]).unwrap();
+        let text = unit.repeat(MIB / unit.len());
+        let e = evaluator(&p);
+        let mut best = f64::INFINITY;
+        let mut found = 0;
+        for _ in 0..3 {
+            let started = now();
+            let d = e.evaluate(&text);
+            best = best.min(now() - started);
+            found = d
+                .triggers
+                .iter()
+                .find(|t| t.rule_id == "probe")
+                .map_or(0, |t| t.match_count);
+        }
+        let started = now();
+        let want = p.exact.find_iter(&text).filter(|m| !m.is_empty()).count();
+        let reference = now() - started;
+        assert_eq!(found, want, "{src} on {unit:?}");
+        println!(
+            "| `{src}` | `{unit}…` | {:.1} ms | {found} | {:.1} ms |",
+            best * 1e3,
+            reference * 1e3
+        );
+    }
+    println!();
+}
+
 fn main() {
+    if std::env::args().any(|a| a == "--per-match") {
+        per_match(std::env::args().any(|a| a == "--once"));
+        return;
+    }
     compile_costs();
     if std::env::args().any(|a| a == "--compile-only") {
+        return;
+    }
+    non_ascii();
+    if std::env::args().any(|a| a == "--non-ascii-only") {
         return;
     }
     println!("| pattern | check (release) | probes | scan/byte | states | 1 MiB: slowest search | 1 MiB: its evaluation | with `é` first |");

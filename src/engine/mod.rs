@@ -19,9 +19,13 @@ pub use stream::{
 use crate::builtins::{Validator, CODONS, HARD_RULES};
 use crate::pattern::{self, CompiledPattern, Flag};
 use crate::rules::{CustomRule, RuleAction, RuleType};
+use regex_automata::hybrid::{self, LazyStateID};
 use regex_automata::meta::{Cache, Regex};
+use regex_automata::nfa::thompson;
 use regex_automata::util::iter::Searcher;
-use regex_automata::{Anchored, Input, Match, MatchError, PatternID, PatternSet};
+use regex_automata::util::look::LookMatcher;
+use regex_automata::util::syntax;
+use regex_automata::{Anchored, Input, Match, MatchError, MatchKind, PatternID, PatternSet};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
@@ -36,6 +40,8 @@ struct Matcher {
     /// `\b` makes the exact regex's DFAs give up, it proposes where matches
     /// may start and the exact regex only confirms each, anchored.
     filter: Option<Regex>,
+    /// What bounds the guided search's confirmations (with `filter` only).
+    guide: Option<Guide>,
     /// Bytes of which every match holds one; `None` when there is no such set.
     required: Option<Vec<u8>>,
     validator: Validator,
@@ -50,6 +56,7 @@ impl Matcher {
         Self {
             regex: p.exact.clone(),
             filter: p.filter_regex.clone(),
+            guide: p.filter_regex.as_ref().and_then(|_| Guide::new(p)),
             required: p.required.clone(),
             validator,
             exact_src: p.exact_src.clone(),
@@ -136,6 +143,10 @@ impl RequiredBytes {
 struct Caches {
     exact: Vec<Cache>,
     filter: Vec<Option<Cache>>,
+    /// The guides' longest-match DFAs.
+    longest: Vec<Option<hybrid::dfa::Cache>>,
+    /// The guides' reverse DFAs.
+    reverse: Vec<Option<hybrid::dfa::Cache>>,
     set: Option<Cache>,
 }
 
@@ -287,6 +298,25 @@ impl Evaluator {
                 .iter()
                 .map(|m| m.filter.as_ref().map(Regex::create_cache))
                 .collect(),
+            longest: self
+                .matchers
+                .iter()
+                .map(|m| {
+                    m.guide
+                        .as_ref()
+                        .map(|g| hybrid::dfa::Cache::new(&g.longest))
+                })
+                .collect(),
+            reverse: self
+                .matchers
+                .iter()
+                .map(|m| {
+                    m.guide
+                        .as_ref()
+                        .and_then(|g| g.reverse.as_ref())
+                        .map(hybrid::dfa::Cache::new)
+                })
+                .collect(),
             set: self.filter.as_ref().map(Regex::create_cache),
         }
     }
@@ -389,12 +419,16 @@ impl Evaluator {
         if found.is_empty() {
             return text.to_string();
         }
-        let mut items: Vec<Item<'_>> = Vec::new();
-        for (i, spans) in found.iter().enumerate() {
-            let (key, placeholder) = self.redaction_key(i);
-            items.extend(spans.iter().map(|&(s, e)| (s, e, key, placeholder)));
-        }
-        redact(text, view.as_ref(), items)
+        let sources: Vec<Spans<'_, '_>> = found
+            .iter()
+            .enumerate()
+            .filter(|(_, spans)| !spans.is_empty())
+            .map(|(i, spans)| {
+                let (key, placeholder) = self.redaction_key(i);
+                (spans.as_slice(), key, placeholder)
+            })
+            .collect();
+        redact(text, view.as_ref(), &sources)
     }
 
     /// Matcher `i`'s sort key in the sweep (its trigger's place among all
@@ -461,8 +495,9 @@ impl Evaluator {
         };
 
         let mut triggers: Vec<Trigger<'_>> = Vec::new();
-        // Byte spans of WARNING triggers for redaction: (start, end, order, placeholder).
-        let mut redactions: Vec<Item<'_>> = Vec::new();
+        // Byte spans of WARNING triggers for redaction, one sorted list per
+        // matcher, with its sweep key (trigger order, codon) and placeholder.
+        let mut redactions: Vec<Spans<'_, '_>> = Vec::new();
         for (r, info) in self.rules.iter().enumerate() {
             let spans = &found[r];
             if spans.is_empty() {
@@ -470,11 +505,7 @@ impl Evaluator {
             }
             if info.severity == Severity::Warning {
                 let t = triggers.len();
-                redactions.extend(
-                    spans
-                        .iter()
-                        .map(|&(s, e)| (s, e, (t, 0), info.placeholder.as_str())),
-                );
+                redactions.push((spans, (t, 0), info.placeholder.as_str()));
             }
             triggers.push(Trigger {
                 rule_id: &info.id,
@@ -498,11 +529,7 @@ impl Evaluator {
                 codes.push(CODONS[c].code);
                 spans.extend_from_slice(m);
                 if !hr.fatal {
-                    let t = triggers.len();
-                    redactions.extend(
-                        m.iter()
-                            .map(|&(s, e)| (s, e, (t, c), CODONS[c].placeholder)),
-                    );
+                    redactions.push((m, (triggers.len(), c), CODONS[c].placeholder));
                 }
             }
             if spans.is_empty() {
@@ -534,7 +561,7 @@ impl Evaluator {
             });
         let clean = match deciding.map(|i| triggers[i].severity) {
             Some(Severity::Fatal) => BLOCKED_TEXT.to_string(),
-            Some(Severity::Warning) => redact(text, view, redactions),
+            Some(Severity::Warning) => redact(text, view, &redactions),
             None => text.to_string(),
         };
         self.finish(text, triggers, deciding, clean, normalized)
@@ -606,20 +633,273 @@ impl Evaluator {
         let exact_cache = &mut caches.exact[i];
         let spans = match (&m.filter, &mut caches.filter[i]) {
             (Some(filter), Some(filter_cache)) if !ascii => {
-                guided_find_iter(&m.regex, exact_cache, filter, filter_cache, text)
+                let caches = GuidedCaches {
+                    exact: exact_cache,
+                    filter: filter_cache,
+                    longest: caches.longest[i].as_mut(),
+                    reverse: caches.reverse[i].as_mut(),
+                };
+                guided_find_iter(&m.regex, filter, m.guide.as_ref(), caches, text)
             }
             _ => find_iter_with(&m.regex, exact_cache, Input::new(text)),
         };
+        let mut spans = spans;
+        spans.retain(|&(s, e)| s < e && validate(m.validator, &text[s..e]));
         spans
-            .into_iter()
-            .filter(|&(s, e)| s < e && validate(m.validator, &text[s..e]))
-            .collect()
     }
 }
 
-/// After this many proposed starts that the exact regex rejects, the plain
-/// search finishes the job (linear time, whatever the input).
-const MAX_GUIDED_MISSES: usize = 64;
+/// The guided search counts its work in bytes read by a lazy DFA. An
+/// anchored confirmation of the exact regex on non-ASCII text runs an NFA
+/// engine (backtracker or PikeVM), which costs about this many DFA bytes per
+/// byte of its range: the same price per byte as the plain search that
+/// finishes the job when the budget runs out.
+const GUIDED_NFA_COST: usize = 16;
+/// What the guided search may spend, per byte of text, in plain-search
+/// bytes ([`GUIDED_NFA_COST`] DFA bytes each): ordinary text stays well under
+/// it, and a text past it has cost about one plain search already (measured:
+/// one failed confirmation over a 1 MiB word, then the plain search, beats
+/// two failed ones, then the plain search).
+const GUIDED_WORK_FACTOR: usize = 1;
+/// Work the guided search may always spend, whatever the text's length.
+const GUIDED_WORK_BASE: usize = 64 << 10;
+/// Work charged per proposed start, for the searches' fixed cost (about
+/// what reading this many bytes with a DFA costs).
+const GUIDED_CALL_COST: usize = 128;
+
+/// The parts of the guided search built from a matcher's boundary-free form.
+struct Guide {
+    /// The boundary-free form as a forward lazy DFA reporting the longest
+    /// match (`MatchKind::All`): anchored at a proposed start, its end bounds
+    /// every match of the exact regex there.
+    longest: hybrid::dfa::DFA,
+    /// Every match of the exact regex starts where Unicode `\b` holds, so a
+    /// proposed start inside a word is rejected without a search.
+    starts_at_boundary: bool,
+    /// When every match of the exact regex ends where Unicode `\b` holds:
+    /// the boundary-free form reversed (`MatchKind::All`), which one
+    /// backward pass runs from every such position at once to find every
+    /// start a match may have ([`trail_candidates`]).
+    reverse: Option<hybrid::dfa::DFA>,
+}
+
+impl Guide {
+    /// `None` when the DFA cannot be built (the guided search then runs
+    /// its confirmations unbounded, within the same work budget).
+    fn new(p: &CompiledPattern) -> Option<Self> {
+        let hir = regex_syntax::ParserBuilder::new()
+            .nest_limit(pattern::NEST_LIMIT)
+            .build()
+            .parse(&p.exact_src)
+            .ok()?;
+        let longest = hybrid::dfa::Builder::new()
+            .configure(
+                hybrid::dfa::DFA::config()
+                    .match_kind(MatchKind::All)
+                    .cache_capacity(pattern::PATTERN_DFA_LIMIT),
+            )
+            .syntax(syntax::Config::new().nest_limit(pattern::NEST_LIMIT))
+            .thompson(
+                thompson::Config::new()
+                    .nfa_size_limit(Some(pattern::PATTERN_SIZE_LIMIT))
+                    .which_captures(thompson::WhichCaptures::None),
+            )
+            .build(&p.filter)
+            .ok()?;
+        let reverse = if ends_at_boundary(&hir) {
+            hybrid::dfa::Builder::new()
+                .configure(
+                    hybrid::dfa::DFA::config()
+                        .match_kind(MatchKind::All)
+                        .cache_capacity(pattern::PATTERN_DFA_LIMIT),
+                )
+                .syntax(syntax::Config::new().nest_limit(pattern::NEST_LIMIT))
+                .thompson(
+                    thompson::Config::new()
+                        .nfa_size_limit(Some(pattern::PATTERN_SIZE_LIMIT))
+                        .which_captures(thompson::WhichCaptures::None)
+                        .reverse(true),
+                )
+                .build(&p.filter)
+                .ok()
+        } else {
+            None
+        };
+        Some(Self {
+            longest,
+            starts_at_boundary: starts_at_boundary(&hir),
+            reverse,
+        })
+    }
+}
+
+/// Whether `look` implies that Unicode `\b` holds where it does.
+fn implies_boundary(look: regex_syntax::hir::Look) -> bool {
+    use regex_syntax::hir::Look;
+    matches!(
+        look,
+        Look::WordUnicode | Look::WordStartUnicode | Look::WordEndUnicode
+    )
+}
+
+/// Whether every match of `hir` ends with an assertion that implies
+/// Unicode `\b` at its end.
+fn ends_at_boundary(hir: &regex_syntax::hir::Hir) -> bool {
+    use regex_syntax::hir::HirKind;
+    match hir.kind() {
+        HirKind::Look(look) => implies_boundary(*look),
+        HirKind::Capture(cap) => ends_at_boundary(&cap.sub),
+        HirKind::Concat(parts) => parts.last().is_some_and(ends_at_boundary),
+        HirKind::Alternation(alts) => alts.iter().all(ends_at_boundary),
+        _ => false,
+    }
+}
+
+/// Whether every match of `hir` begins with an assertion that implies
+/// Unicode `\b` at its start.
+fn starts_at_boundary(hir: &regex_syntax::hir::Hir) -> bool {
+    use regex_syntax::hir::HirKind;
+    match hir.kind() {
+        HirKind::Look(look) => implies_boundary(*look),
+        HirKind::Capture(cap) => starts_at_boundary(&cap.sub),
+        HirKind::Concat(parts) => parts.first().is_some_and(starts_at_boundary),
+        HirKind::Alternation(alts) => alts.iter().all(starts_at_boundary),
+        _ => false,
+    }
+}
+
+/// Whether Unicode `\b` holds at `at` (a char boundary of `text`); `true`
+/// when it cannot be told, so that nothing is skipped.
+fn is_boundary(text: &str, at: usize) -> bool {
+    LookMatcher::new()
+        .is_word_unicode(text.as_bytes(), at)
+        .unwrap_or(true)
+}
+
+/// The first position after `at` where Unicode `\b` holds (or the end).
+fn next_boundary(text: &str, at: usize) -> usize {
+    let mut p = at;
+    for c in text[at..].chars() {
+        p += c.len_utf8();
+        if is_boundary(text, p) {
+            return p;
+        }
+    }
+    text.len()
+}
+
+/// Every position of `text[from..]` where a match of `reverse`'s pattern
+/// (a reversed boundary-free form) may start and end where Unicode `\b`
+/// holds, as a bit set indexed from `from`; `None` when it would take more
+/// than `limit` DFA transitions (or the DFA cannot run).
+///
+/// One backward pass keeps the set of distinct DFA states of the searches
+/// begun at every boundary so far, so each byte costs as many transitions
+/// as there are live distinct states: one giant word costs one pass, where
+/// a forward search from each of its starts would read it again each time.
+fn trail_candidates(
+    reverse: &hybrid::dfa::DFA,
+    cache: &mut hybrid::dfa::Cache,
+    text: &str,
+    from: usize,
+    limit: usize,
+) -> Option<Vec<u64>> {
+    let bytes = text.as_bytes();
+    let mut set = vec![0u64; (text.len() - from) / 64 + 1];
+    let mut mark = |p: usize| set[(p - from) / 64] |= 1 << ((p - from) % 64);
+    // An unknown word class makes every position a boundary: more
+    // candidates, never fewer.
+    let word =
+        |c: Option<char>| c.map_or(Some(false), |c| regex_syntax::try_is_word_character(c).ok());
+    let clears = cache.clear_count();
+    let mut live: Vec<LazyStateID> = Vec::new();
+    let mut next: Vec<LazyStateID> = Vec::new();
+    let mut work = 0usize;
+    let mut after = word(None);
+    let mut p = text.len();
+    let mut chars = text[from..].chars().rev();
+    loop {
+        let c = chars.next();
+        let before = match c {
+            Some(c) => word(Some(c)),
+            None => word(text[..from].chars().next_back()),
+        };
+        if before.zip(after).is_none_or(|(b, a)| b != a) {
+            let input = Input::new(text).range(..p).anchored(Anchored::Yes);
+            let sid = reverse.start_state_reverse(cache, &input).ok()?;
+            // A cleared cache invalidates the state ids held across bytes.
+            if cache.clear_count() != clears {
+                return None;
+            }
+            if !live.contains(&sid) {
+                live.push(sid);
+            }
+        }
+        // The DFA reports a match one byte late: the state after the byte
+        // before `p` says whether a match starts at `p`.
+        let Some(c) = c else {
+            for &sid in &live {
+                let last = match p.checked_sub(1) {
+                    Some(k) => reverse.next_state(cache, sid, bytes[k]).ok()?,
+                    None => reverse.next_eoi_state(cache, sid).ok()?,
+                };
+                if cache.clear_count() != clears {
+                    return None;
+                }
+                if last.is_match() {
+                    mark(p);
+                }
+            }
+            break;
+        };
+        let len = c.len_utf8();
+        for k in (p - len..p).rev() {
+            work += live.len();
+            if work > limit {
+                return None;
+            }
+            next.clear();
+            for &sid in &live {
+                let to = reverse.next_state(cache, sid, bytes[k]).ok()?;
+                if cache.clear_count() != clears || to.is_quit() || to.is_unknown() {
+                    return None;
+                }
+                if to.is_match() && k + 1 == p {
+                    mark(p);
+                }
+                if !to.is_dead() && !next.contains(&to) {
+                    next.push(to);
+                }
+            }
+            std::mem::swap(&mut live, &mut next);
+        }
+        after = before;
+        p -= len;
+    }
+    Some(set)
+}
+
+/// The first position at or after `at` in `set` (indexed from `from`).
+fn next_candidate(set: &[u64], from: usize, at: usize) -> Option<usize> {
+    let i = at.checked_sub(from)?;
+    let mut w = i / 64;
+    let mut bits = set.get(w)? & (u64::MAX << (i % 64));
+    loop {
+        if bits != 0 {
+            return Some(from + w * 64 + bits.trailing_zeros() as usize);
+        }
+        w += 1;
+        bits = *set.get(w)?;
+    }
+}
+
+/// The caches of one matcher's guided search.
+struct GuidedCaches<'a> {
+    exact: &'a mut Cache,
+    filter: &'a mut Cache,
+    longest: Option<&'a mut hybrid::dfa::Cache>,
+    reverse: Option<&'a mut hybrid::dfa::Cache>,
+}
 
 /// The matches `exact.find_iter(text)` yields, found fast on non-ASCII text.
 ///
@@ -629,26 +909,119 @@ const MAX_GUIDED_MISSES: usize = 64;
 /// `filter` proposes that start; an anchored `exact` search confirms it (its
 /// leftmost-first match there is the one `find_iter` would report) or
 /// rejects it, and the search goes on one character later.
+///
+/// Each confirmation only reads its own span: its range ends where the
+/// longest `filter` match from the start ends, which no `exact` match there
+/// can pass (look-around still sees the bytes past the range, so the result
+/// is the same), and on a short range the meta regex runs its bounded
+/// backtracker instead of the PikeVM. Where every match begins with `\b`,
+/// a start inside a word is skipped without a search; where every match
+/// ends with one, and forward proposals keep re-reading the text, one
+/// backward pass ([`trail_candidates`]) yields every start a match may have.
+/// When the work passes the budget ([`GUIDED_WORK_FACTOR`] plain-search
+/// bytes a byte), the plain search finishes the job, in linear time
+/// whatever the input.
 fn guided_find_iter(
     exact: &Regex,
-    exact_cache: &mut Cache,
     filter: &Regex,
-    filter_cache: &mut Cache,
+    guide: Option<&Guide>,
+    caches: GuidedCaches<'_>,
     text: &str,
 ) -> Vec<(usize, usize)> {
+    let GuidedCaches {
+        exact: exact_cache,
+        filter: filter_cache,
+        mut longest,
+        mut reverse,
+    } = caches;
     let mut out = Vec::new();
     let mut pos = 0usize;
-    let mut misses = 0usize;
+    let budget = (GUIDED_WORK_FACTOR * GUIDED_NFA_COST)
+        .saturating_mul(text.len())
+        .saturating_add(GUIDED_WORK_BASE);
+    let mut work = 0usize;
+    // Candidate starts of a pattern that ends at a boundary, once forward
+    // proposals have cost a pass over the text: (from, bit set).
+    let mut trail: Option<(usize, Vec<u64>)> = None;
+    let mut trail_tried = false;
     let next_char = |at: usize| at + text[at..].chars().next().map_or(1, char::len_utf8);
     while pos <= text.len() {
-        let Some(proposed) = filter.search_with(filter_cache, &Input::new(text).range(pos..))
-        else {
-            break;
+        let start = match &trail {
+            Some((from, set)) => match next_candidate(set, *from, pos) {
+                Some(s) => s,
+                None => break,
+            },
+            None => {
+                let Some(proposed) =
+                    filter.search_with(filter_cache, &Input::new(text).range(pos..))
+                else {
+                    break;
+                };
+                work = work
+                    .saturating_add(proposed.end() - pos)
+                    .saturating_add(GUIDED_CALL_COST);
+                proposed.start()
+            }
         };
-        let start = proposed.start();
+        if guide.is_some_and(|g| g.starts_at_boundary) && !is_boundary(text, start) {
+            if start >= text.len() {
+                break;
+            }
+            if work > budget {
+                out.extend(find_iter_with(
+                    exact,
+                    exact_cache,
+                    Input::new(text).range(pos..),
+                ));
+                break;
+            }
+            pos = next_boundary(text, start);
+            continue;
+        }
+        let bound = match (guide, longest.as_deref_mut()) {
+            (Some(g), Some(cache)) => g
+                .longest
+                .try_search_fwd(
+                    cache,
+                    &Input::new(text).range(start..).anchored(Anchored::Yes),
+                )
+                .ok()
+                .flatten()
+                .map_or(text.len(), |m| m.offset()),
+            _ => text.len(),
+        };
+        work = work
+            .saturating_add(bound - start)
+            .saturating_add(GUIDED_CALL_COST);
+        if !trail_tried && work > 2 * text.len() {
+            // Forward proposals re-read the text: a pattern that ends at a
+            // boundary gets every candidate start from one backward pass.
+            trail_tried = true;
+            if let (Some(rev), Some(cache)) = (
+                guide.and_then(|g| g.reverse.as_ref()),
+                reverse.as_deref_mut(),
+            ) {
+                if let Some(set) = trail_candidates(rev, cache, text, pos, budget) {
+                    trail = Some((pos, set));
+                    work = 0;
+                    continue;
+                }
+            }
+        }
+        if work > budget {
+            out.extend(find_iter_with(
+                exact,
+                exact_cache,
+                Input::new(text).range(pos..),
+            ));
+            break;
+        }
+        // Charged after it runs: a confirmation that succeeds over the whole
+        // rest is the cheapest search of it there is (anchored, one pass).
+        work = work.saturating_add((bound - start).saturating_mul(GUIDED_NFA_COST));
         match exact.search_with(
             exact_cache,
-            &Input::new(text).range(start..).anchored(Anchored::Yes),
+            &Input::new(text).range(start..bound).anchored(Anchored::Yes),
         ) {
             Some(m) => {
                 out.push((m.start(), m.end()));
@@ -658,15 +1031,7 @@ fn guided_find_iter(
                     m.end()
                 };
             }
-            None if misses < MAX_GUIDED_MISSES => {
-                misses += 1;
-                pos = next_char(start);
-            }
-            None => {
-                let rest = Input::new(text).range(next_char(start)..);
-                out.extend(find_iter_with(exact, exact_cache, rest));
-                break;
-            }
+            None => pos = next_char(start),
         }
     }
     out
@@ -776,22 +1141,106 @@ fn write_regions(
     out.push_str(&text[pos..to]);
 }
 
-/// Replaces WARNING matches by placeholders, merging overlaps (SPEC §6.3).
-/// With a `view`, the items are spans of the view: the regions are swept
-/// there, then mapped to `text` and merged again where they meet.
-fn redact(text: &str, view: Option<&normalize::View>, mut items: Vec<Item<'_>>) -> String {
-    let mut regions = sweep(&mut items);
-    if let Some(v) = view {
-        let mut mapped = Vec::with_capacity(regions.len());
-        for (s, e, p) in regions {
-            let (s, e) = v.map.span(s, e);
-            normalize::push_region(&mut mapped, s, e, p);
+/// One matcher's redaction spans (sorted by start, non-overlapping, as
+/// [`find_iter_with`] yields them), its sweep key and its placeholder.
+type Spans<'s, 'a> = (&'s [(usize, usize)], (usize, usize), &'a str);
+
+/// Above this many sources, [`merge_regions`] sorts items instead of
+/// merging lists (a merge step scans every list's head).
+const MERGE_SOURCES: usize = 8;
+
+/// The §6.3 sweep of [`sweep`] over `sources` without building its items:
+/// each source is already sorted, and no two sources share a key, so merging
+/// them by (start, end descending, key) gives the order the sort gives, and
+/// the same regions, each passed to `emit` as (start, end, placeholder).
+/// With many sources, this is [`sweep`] itself.
+fn merge_regions<'a>(sources: &[Spans<'_, 'a>], mut emit: impl FnMut(usize, usize, &'a str)) {
+    if sources.len() > MERGE_SOURCES {
+        let mut items: Vec<Item<'a>> = sources
+            .iter()
+            .flat_map(|&(spans, key, p)| spans.iter().map(move |&(s, e)| (s, e, key, p)))
+            .collect();
+        for (s, e, p) in sweep(&mut items) {
+            emit(s, e, p);
         }
-        regions = mapped;
+        return;
     }
-    let mut out = String::with_capacity(text.len());
-    write_regions(&mut out, text, 0, text.len(), &regions);
-    out
+    if let [(spans, _, placeholder)] = sources {
+        // One source's spans never overlap: each is its own region.
+        for &(s, e) in *spans {
+            emit(s, e, placeholder);
+        }
+        return;
+    }
+    let mut heads = vec![0usize; sources.len()];
+    let mut current: Option<(usize, usize, &'a str)> = None;
+    loop {
+        // The next item in sweep order: (start, end descending, key).
+        let mut best: Option<(usize, usize, usize)> = None;
+        for (i, &(spans, key, _)) in sources.iter().enumerate() {
+            let Some(&(s, e)) = spans.get(heads[i]) else {
+                continue;
+            };
+            let better = best.is_none_or(|(b, bs, be)| {
+                (s, std::cmp::Reverse(e), key) < (bs, std::cmp::Reverse(be), sources[b].1)
+            });
+            if better {
+                best = Some((i, s, e));
+            }
+        }
+        let Some((i, s, e)) = best else {
+            break;
+        };
+        heads[i] += 1;
+        match current.as_mut() {
+            Some(last) if s < last.1 => last.1 = last.1.max(e),
+            _ => {
+                if let Some((s0, e0, p0)) = current.replace((s, e, sources[i].2)) {
+                    emit(s0, e0, p0);
+                }
+            }
+        }
+    }
+    if let Some((s, e, p)) = current {
+        emit(s, e, p);
+    }
+}
+
+/// Replaces WARNING matches by placeholders, merging overlaps (SPEC §6.3).
+/// With a `view`, the sources are spans of the view: the regions are swept
+/// there, then mapped to `text` and merged again where they meet.
+fn redact(text: &str, view: Option<&normalize::View>, sources: &[Spans<'_, '_>]) -> String {
+    match view {
+        Some(v) => {
+            let mut mapped = Vec::new();
+            merge_regions(sources, |s, e, p| {
+                let (s, e) = v.map.span(s, e);
+                normalize::push_region(&mut mapped, s, e, p);
+            });
+            let mut out = String::with_capacity(text.len());
+            write_regions(&mut out, text, 0, text.len(), &mapped);
+            out
+        }
+        None => {
+            // Room for every placeholder: the text is written once, never
+            // moved by a reallocation.
+            let room: usize = sources
+                .iter()
+                .map(|(spans, _, p)| spans.len().saturating_mul(p.len()))
+                .fold(text.len(), usize::saturating_add);
+            let mut out = String::with_capacity(room);
+            let mut pos = 0;
+            merge_regions(sources, |s, e, placeholder| {
+                if pos < s {
+                    out.push_str(&text[pos..s]);
+                }
+                out.push_str(placeholder);
+                pos = e;
+            });
+            out.push_str(&text[pos..]);
+            out
+        }
+    }
 }
 
 #[cfg(test)]

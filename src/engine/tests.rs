@@ -136,7 +136,8 @@ fn receipt_is_deterministic() {
 }
 
 mod guided {
-    use super::super::{find_iter_with, guided_find_iter};
+    use super::super::find_iter_with;
+    use super::run_guided;
     use crate::pattern::compile;
     use proptest::prelude::*;
 
@@ -178,10 +179,11 @@ mod guided {
             let compiled = COMPILED.get_or_init(|| PATTERNS.iter().map(|p| compile(p, &[]).unwrap()).collect());
             let text: String = parts.concat();
             for (p, c) in PATTERNS.iter().zip(compiled) {
-                let filter = c.filter_regex.as_ref().unwrap_or(&c.exact);
                 let want: Vec<(usize, usize)> = c.exact.find_iter(&text).map(|m| (m.start(), m.end())).collect();
-                let got = guided_find_iter(&c.exact, &mut c.exact.create_cache(), filter, &mut filter.create_cache(), &text);
-                prop_assert_eq!(got, want, "pattern {}", p);
+                for with_guide in [true, false] {
+                    let got = run_guided(c, &text, with_guide);
+                    prop_assert_eq!(&got, &want, "pattern {}", p);
+                }
             }
         }
     }
@@ -228,15 +230,8 @@ mod guided {
             .map(|m| (m.start(), m.end()))
             .collect();
         assert_eq!(want.len(), 1);
-        let filter = c.filter_regex.as_ref().unwrap();
-        let got = guided_find_iter(
-            &c.exact,
-            &mut c.exact.create_cache(),
-            filter,
-            &mut filter.create_cache(),
-            &text,
-        );
-        assert_eq!(got, want);
+        assert_eq!(run_guided(&c, &text, true), want);
+        assert_eq!(run_guided(&c, &text, false), want);
     }
 }
 
@@ -254,4 +249,227 @@ fn more_than_sixty_four_rules_are_all_scanned() {
     assert_eq!(ids, ["r3", "r69"]);
     assert_eq!(d.clean_text, "x [REDACTED_R69] y [REDACTED_R3]");
     assert_eq!(e.evaluate("nothing here").action, PERMIT_ACTION);
+}
+
+/// The guided search of `p` on `text`, with its guide (range bounds,
+/// boundary skips, backward candidates) or without (unbounded confirmations).
+fn run_guided(p: &CompiledPattern, text: &str, with_guide: bool) -> Vec<(usize, usize)> {
+    let filter = p.filter_regex.as_ref().unwrap_or(&p.exact);
+    let guide = Guide::new(p).filter(|_| with_guide);
+    let mut exact_cache = p.exact.create_cache();
+    let mut filter_cache = filter.create_cache();
+    let mut longest = guide.as_ref().map(|g| hybrid::dfa::Cache::new(&g.longest));
+    let mut reverse = guide
+        .as_ref()
+        .and_then(|g| g.reverse.as_ref())
+        .map(hybrid::dfa::Cache::new);
+    let caches = GuidedCaches {
+        exact: &mut exact_cache,
+        filter: &mut filter_cache,
+        longest: longest.as_mut(),
+        reverse: reverse.as_mut(),
+    };
+    guided_find_iter(&p.exact, filter, guide.as_ref(), caches, text)
+}
+
+/// [`run_guided`] next to `exact.find_iter`, the contract it must meet
+/// byte for byte.
+fn guided_vs_find_iter(p: &CompiledPattern, text: &str, with_guide: bool) {
+    let want: Vec<(usize, usize)> = p
+        .exact
+        .find_iter(text)
+        .map(|m| (m.start(), m.end()))
+        .collect();
+    let got = run_guided(p, text, with_guide);
+    // Empty matches are dropped before anything sees them; the non-empty
+    // ones must be exactly those of `find_iter`.
+    let non_empty = |v: &[(usize, usize)]| -> Vec<(usize, usize)> {
+        v.iter().copied().filter(|(s, e)| s < e).collect()
+    };
+    assert_eq!(
+        non_empty(&got),
+        non_empty(&want),
+        "{} on {:?} (guide: {with_guide})",
+        p.exact_src,
+        text
+    );
+}
+
+/// Patterns with word boundaries in every place: leading, trailing, inside,
+/// `\B`, alternatives that differ only by a boundary, empty matches.
+const GUIDED_PATTERNS: &[&str] = &[
+    r"\w+ing\b",
+    r"(?i)\bsecret\w*",
+    r"\b[a-zA-Z0-9_.+-]+@[a-zA-Z0-9-]+\.[a-zA-Z0-9\-.]+\b",
+    r"(?:\+?1[-.\s]?)?(?:\([2-9]\d{2}\)|[2-9]\d{2})[-.\s]?\d{3}[-.\s]?\d{4}\b",
+    r"\b\d{3}-\d{2}-\d{4}\b",
+    r"a\b|ab",
+    r"\bé|é\b|éa",
+    r"\w\b\w*|ß",
+    r"\B\w{2}\b",
+    r"\b",
+    r"x?\b",
+    r"[^ ]+\b",
+    r"会\b|\b会",
+    r"\b\w+\b",
+    r"\w{1,3}\b\s?",
+    r"(?m)^\w+\b|\bé$",
+];
+
+#[test]
+fn guided_search_matches_find_iter_on_edge_cases() {
+    let texts = [
+        "",
+        "é",
+        "ab",
+        "aé",
+        "éa",
+        "éab",
+        "a b",
+        "aéb ab a",
+        "singing éing ßing 会ing",
+        "éaingéaingéaing",
+        "éaing",
+        "aing é",
+        "ésEcretsEcret secret",
+        "x secret sEcrEtéé",
+        "éaa@a.aéaa@a.a a@b.c",
+        "mail ops@example.com, é@x.y é a@éb.c",
+        "call (212) 555-0199 é 415.555.0123é 555-867-5309",
+        "123-45-6789é 123-45-6789 é123-45-6789",
+        "会会 会a a会 ",
+        "ééé ééé\néé",
+        "a\u{301}b a\u{301}",
+        "ß ßß ß1 1ß",
+    ];
+    for src in GUIDED_PATTERNS {
+        let p = crate::pattern::compile(src, &[]).unwrap();
+        for t in texts {
+            guided_vs_find_iter(&p, t, true);
+            guided_vs_find_iter(&p, t, false);
+        }
+    }
+}
+
+#[test]
+fn range_bound_keeps_look_around_outside_the_range() {
+    // A `\b` right at the range's end sees the byte after it: `a\b` must not
+    // match in `ab` even when the search stops after `a`.
+    let re = crate::pattern::build(r"a\b").unwrap();
+    let mut cache = re.create_cache();
+    for (text, want) in [
+        ("ab", None),
+        ("a b", Some((0, 1))),
+        ("aé", None),
+        ("a", Some((0, 1))),
+    ] {
+        let got = re
+            .search_with(
+                &mut cache,
+                &Input::new(text).range(0..1).anchored(Anchored::Yes),
+            )
+            .map(|m| (m.start(), m.end()));
+        assert_eq!(got, want, "{text:?}");
+    }
+    // And before the range's start: `\bb` at 1 in `ab` sees the `a`.
+    let re = crate::pattern::build(r"\bb").unwrap();
+    let mut cache = re.create_cache();
+    let got = re.search_with(
+        &mut cache,
+        &Input::new("ab").range(1..2).anchored(Anchored::Yes),
+    );
+    assert!(got.is_none());
+    let got = re.search_with(
+        &mut cache,
+        &Input::new("éb").range(2..3).anchored(Anchored::Yes),
+    );
+    assert!(got.is_none());
+    let got = re.search_with(
+        &mut cache,
+        &Input::new(" b").range(1..2).anchored(Anchored::Yes),
+    );
+    assert_eq!(got.map(|m| (m.start(), m.end())), Some((1, 2)));
+    // `$` and `\z` see the haystack's end, not the range's.
+    let re = crate::pattern::build(r"é$").unwrap();
+    let mut cache = re.create_cache();
+    let got = re.search_with(
+        &mut cache,
+        &Input::new("ééx").range(0..4).anchored(Anchored::Yes),
+    );
+    assert!(got.is_none());
+}
+
+#[test]
+fn guided_search_matches_find_iter_on_adversarial_texts() {
+    // The texts of BENCHMARKS.md's "with `é`" column, shortened, and texts
+    // long enough to exhaust the work budget (the plain search then
+    // finishes: the results must not change where it takes over).
+    let long = |unit: &str, n: usize| unit.repeat(n);
+    let cases = [
+        (r"\w+ing\b", long("éaing", 3000)),
+        (r"\w+ing\b", format!("{} aing", long("aingé", 3000))),
+        (r"(?i)\bsecret\w*", long("ésEcret", 3000)),
+        (r"(?i)\bsecret\w*", long("é secret sEcret", 500)),
+        (
+            r"\b[a-zA-Z0-9_.+-]+@[a-zA-Z0-9-]+\.[a-zA-Z0-9\-.]+\b",
+            long("éaa@a.a", 3000),
+        ),
+        (r"a\b|ab", long("éab a ", 2000)),
+        (r"[^ ]+\b", long("éaé", 3000)),
+        (r"\w+\b", long("éa", 30000)),
+        // Past the base budget: a confirmation over most of the rest, and
+        // forward proposals that each re-read the rest, hand over to the
+        // plain search.
+        (r"\w+\b", long("éa", 100_000)),
+        (r"\w+ing\b|zz", long("aingé", 40_000)),
+        (r"\w+ing\b|zz", format!("{} aing zz", long("aingé", 40_000))),
+        (r"\w+ing\b", format!("{} aing", long("aingé", 40_000))),
+    ];
+    for (src, text) in &cases {
+        let p = crate::pattern::compile(src, &[]).unwrap();
+        guided_vs_find_iter(&p, text, true);
+        guided_vs_find_iter(&p, text, false);
+    }
+}
+
+#[test]
+fn guided_search_on_deterministic_random_texts() {
+    const ALPHABET: [&str; 12] = ["a", "b", "i", "n", "g", "é", "ß", "会", "1", " ", ".", "@"];
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    for src in GUIDED_PATTERNS {
+        let p = crate::pattern::compile(src, &[]).unwrap();
+        for len in [1usize, 7, 40, 300, 3000] {
+            let mut text = String::new();
+            for _ in 0..len {
+                x ^= x >> 12;
+                x ^= x << 25;
+                x ^= x >> 27;
+                let r = (x.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 33) as usize;
+                text.push_str(ALPHABET[r % ALPHABET.len()]);
+            }
+            guided_vs_find_iter(&p, &text, true);
+            guided_vs_find_iter(&p, &text, false);
+        }
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
+
+    /// Guided search and `find_iter` agree on random texts mixing ASCII,
+    /// `é`, `ß`, CJK, digits and spaces.
+    #[test]
+    fn guided_search_is_find_iter(text in "[a-gin-sxAB0-9 .@\\-éß会\u{301}]{0,80}") {
+        static PATTERNS: OnceLock<Vec<CompiledPattern>> = OnceLock::new();
+        let patterns = PATTERNS.get_or_init(|| {
+            GUIDED_PATTERNS
+                .iter()
+                .map(|p| crate::pattern::compile(p, &[]).unwrap())
+                .chain([crate::pattern::compile(r"\bsecret\w*", &[Flag::IgnoreCase]).unwrap()])
+                .collect()
+        });
+        for p in patterns {
+            guided_vs_find_iter(p, &text, true);
+        }
+    }
 }

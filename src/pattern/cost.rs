@@ -71,8 +71,11 @@
 //! what it contains: this is a measure on chosen adversarial texts, not a
 //! proof over every text. It measures the search, not what the engine does
 //! per match (a one-character rule on a 1 MiB run of that character makes a
-//! million redactions), nor the anchored confirmations and NFA fallback of
-//! the engine's non-ASCII path for patterns with `\b`.
+//! million redactions), nor the engine's non-ASCII path for patterns with
+//! `\b` (its guided search): that path is bounded by construction instead,
+//! for the shapes that cost it most (a `\b` that begins or ends every
+//! match), and by a work budget past which it runs the plain search
+//! (`src/engine/mod.rs`, `guided_find_iter`).
 
 use super::{NEST_LIMIT, PATTERN_SIZE_LIMIT};
 use regex_automata::hybrid::dfa;
