@@ -52,7 +52,9 @@ has_afl || cargo afl config --build
 has_afl || { echo "cargo afl has no afl-fuzz: see cargo afl config --help" >&2; exit 1; }
 # afl-cmin runs afl-showmap from PATH: cargo-afl's own, not another AFL++
 # (Debian's afl++ 4.04c lacks the options that cargo-afl's afl-cmin passes).
-afl_bin=$(dirname "$(cargo afl fuzz -h 2>&1 | grep -o '/[^ ]*/afl-fuzz' | head -1)")
+# `sed -n 1p`, not `head -1`: it reads all of grep's output, so grep never
+# dies of a closed pipe (which pipefail would turn into a failure).
+afl_bin=$(dirname "$(cargo afl fuzz -h 2>&1 | grep -o '/[^ ]*/afl-fuzz' | sed -n 1p)")
 export PATH=$afl_bin:$PATH AFL_PATH=$afl_bin
 
 (cd fuzz && nice -n 19 cargo afl build --release --locked)
