@@ -692,36 +692,9 @@ impl Guide {
             .build()
             .parse(&p.exact_src)
             .ok()?;
-        let longest = hybrid::dfa::Builder::new()
-            .configure(
-                hybrid::dfa::DFA::config()
-                    .match_kind(MatchKind::All)
-                    .cache_capacity(pattern::PATTERN_DFA_LIMIT),
-            )
-            .syntax(syntax::Config::new().nest_limit(pattern::NEST_LIMIT))
-            .thompson(
-                thompson::Config::new()
-                    .nfa_size_limit(Some(pattern::PATTERN_SIZE_LIMIT))
-                    .which_captures(thompson::WhichCaptures::None),
-            )
-            .build(&p.filter)
-            .ok()?;
+        let longest = all_matches_dfa(&p.filter, false)?;
         let reverse = if ends_at_boundary(&hir) {
-            hybrid::dfa::Builder::new()
-                .configure(
-                    hybrid::dfa::DFA::config()
-                        .match_kind(MatchKind::All)
-                        .cache_capacity(pattern::PATTERN_DFA_LIMIT),
-                )
-                .syntax(syntax::Config::new().nest_limit(pattern::NEST_LIMIT))
-                .thompson(
-                    thompson::Config::new()
-                        .nfa_size_limit(Some(pattern::PATTERN_SIZE_LIMIT))
-                        .which_captures(thompson::WhichCaptures::None)
-                        .reverse(true),
-                )
-                .build(&p.filter)
-                .ok()
+            all_matches_dfa(&p.filter, true)
         } else {
             None
         };
@@ -731,6 +704,27 @@ impl Guide {
             reverse,
         })
     }
+}
+
+/// `src` as a lazy DFA reporting every match (`MatchKind::All`), forward
+/// or reversed, within the engine's pattern limits; `None` when it cannot
+/// be built.
+fn all_matches_dfa(src: &str, reverse: bool) -> Option<hybrid::dfa::DFA> {
+    hybrid::dfa::Builder::new()
+        .configure(
+            hybrid::dfa::DFA::config()
+                .match_kind(MatchKind::All)
+                .cache_capacity(pattern::PATTERN_DFA_LIMIT),
+        )
+        .syntax(syntax::Config::new().nest_limit(pattern::NEST_LIMIT))
+        .thompson(
+            thompson::Config::new()
+                .nfa_size_limit(Some(pattern::PATTERN_SIZE_LIMIT))
+                .which_captures(thompson::WhichCaptures::None)
+                .reverse(reverse),
+        )
+        .build(src)
+        .ok()
 }
 
 /// Whether `look` implies that Unicode `\b` holds where it does.

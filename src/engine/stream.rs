@@ -401,21 +401,48 @@ fn leading_look(h: &regex_syntax::hir::Hir) -> Option<Look> {
 /// byte counts as inner (the rule is then simulated over all of its text).
 const MAX_EXPLORED_STATES: usize = 2048;
 
+/// The distinct anchored start states of `dfa`, over every look-behind
+/// byte and the start of the text.
+fn anchored_starts(dfa: &DFA, cache: &mut LazyCache) -> Option<Vec<LazyStateID>> {
+    let mut starts = Vec::new();
+    for lb in std::iter::once(None).chain((0..=255u8).map(Some)) {
+        let cfg = start::Config::new().anchored(Anchored::Yes).look_behind(lb);
+        let sid = dfa.start_state(cache, &cfg).ok()?;
+        if !starts.contains(&sid) {
+            starts.push(sid);
+        }
+    }
+    Some(starts)
+}
+
+/// [`is_terminal`] for a state explored at load, remembered in `memo`;
+/// `None` when the check cleared the cache (every collected id is then
+/// stale).
+fn terminal_memo(
+    dfa: &DFA,
+    cache: &mut LazyCache,
+    memo: &mut HashMap<LazyStateID, bool>,
+    sid: LazyStateID,
+) -> Option<bool> {
+    if let Some(&t) = memo.get(&sid) {
+        return Some(t);
+    }
+    let t = is_terminal(dfa, cache, sid);
+    if cache.clear_count() > 0 {
+        return None;
+    }
+    memo.insert(sid, t);
+    Some(t)
+}
+
 /// Bytes on which some state reachable from an anchored start moves to a
 /// state that is neither dead nor terminal; `None` when the automaton is
 /// too large to explore.
 fn inner_bytes(dfa: &DFA) -> Option<[bool; 256]> {
     let mut cache = dfa.create_cache();
     // States to explore, in order, and the set of those already queued.
-    let mut queue: Vec<LazyStateID> = Vec::new();
-    let mut seen: HashSet<LazyStateID> = HashSet::new();
-    for lb in std::iter::once(None).chain((0..=255u8).map(Some)) {
-        let cfg = start::Config::new().anchored(Anchored::Yes).look_behind(lb);
-        let sid = dfa.start_state(&mut cache, &cfg).ok()?;
-        if seen.insert(sid) {
-            queue.push(sid);
-        }
-    }
+    let mut queue = anchored_starts(dfa, &mut cache)?;
+    let mut seen: HashSet<LazyStateID> = queue.iter().copied().collect();
     let classes = dfa.byte_classes();
     let reps: Vec<u8> = classes
         .representatives(0..=255)
@@ -438,18 +465,7 @@ fn inner_bytes(dfa: &DFA) -> Option<[bool; 256]> {
             if next.is_dead() {
                 continue;
             }
-            let t = match terminal.get(&next) {
-                Some(&t) => t,
-                None => {
-                    let t = is_terminal(dfa, &mut cache, next);
-                    if cache.clear_count() > 0 {
-                        return None;
-                    }
-                    terminal.insert(next, t);
-                    t
-                }
-            };
-            if !t {
+            if !terminal_memo(dfa, &mut cache, &mut terminal, next)? {
                 inner_class[usize::from(classes.get(b))] = true;
             }
             if seen.insert(next) {
@@ -474,14 +490,7 @@ fn inner_bytes(dfa: &DFA) -> Option<[bool; 256]> {
 /// Bytes on which some anchored start state does not die.
 fn first_bytes(dfa: &DFA) -> Option<[bool; 256]> {
     let mut cache = dfa.create_cache();
-    let mut starts = Vec::new();
-    for lb in std::iter::once(None).chain((0..=255u8).map(Some)) {
-        let cfg = start::Config::new().anchored(Anchored::Yes).look_behind(lb);
-        let sid = dfa.start_state(&mut cache, &cfg).ok()?;
-        if !starts.contains(&sid) {
-            starts.push(sid);
-        }
-    }
+    let starts = anchored_starts(dfa, &mut cache)?;
     let mut first = [false; 256];
     for b in 0..=255u8 {
         for &sid in &starts {
@@ -509,21 +518,13 @@ fn first_bytes(dfa: &DFA) -> Option<[bool; 256]> {
 /// large to explore (nothing is then deferred).
 ///
 /// ASCII bytes only. Found by exploring the states reachable through the
-/// candidate bytes,
-/// breadth first, and dropping the byte class of the first bad transition
+/// candidate bytes, breadth first, and dropping the byte class of the first bad transition
 /// met, then exploring again: the bad transition nearest to a start decides,
 /// so a byte is not dropped because of states that only a byte dropped later
 /// reaches (for the e-mail codon, `@` goes first, and the letters stay).
 fn keep_bytes(dfa: &DFA) -> Option<[bool; 256]> {
     let mut cache = dfa.create_cache();
-    let mut starts: Vec<LazyStateID> = Vec::new();
-    for lb in std::iter::once(None).chain((0..=255u8).map(Some)) {
-        let cfg = start::Config::new().anchored(Anchored::Yes).look_behind(lb);
-        let sid = dfa.start_state(&mut cache, &cfg).ok()?;
-        if !starts.contains(&sid) {
-            starts.push(sid);
-        }
-    }
+    let starts = anchored_starts(dfa, &mut cache)?;
     // ASCII bytes only, one per byte class: a text is valid UTF-8, and a
     // run of keep bytes never splits a character (bytes of multi-byte
     // characters would make every byte after a lead byte bad).
@@ -556,17 +557,7 @@ fn keep_bytes(dfa: &DFA) -> Option<[bool; 256]> {
                 }
                 let bad = next.is_dead()
                     || next.is_match()
-                    || match terminal.get(&next) {
-                        Some(&t) => t,
-                        None => {
-                            let t = is_terminal(dfa, &mut cache, next);
-                            if cache.clear_count() > 0 {
-                                return None;
-                            }
-                            terminal.insert(next, t);
-                            t
-                        }
-                    };
+                    || terminal_memo(dfa, &mut cache, &mut terminal, next)?;
                 if bad {
                     keep_class[class] = false;
                     continue 'rounds;

@@ -396,7 +396,12 @@ fn a_deferred_word_is_held_exactly_and_redacted_when_it_becomes_a_value() {
     // "jane" is deferred (never simulated) while it grows; its start stays
     // the earliest live one.
     assert_eq!(s.push("mail jane").text, "mail ");
+    // Deferred, not simulated: no thread, the word's start recorded (the
+    // e-mail codon is rule 3; no required byte seen yet).
+    assert!(s.core.rules[3].threads.is_empty());
+    assert_eq!(s.core.rules[3].deferred, Some((5, false)));
     assert_eq!(s.push(".doe").text, "");
+    assert_eq!(s.core.rules[3].deferred, Some((5, false)));
     assert_eq!(s.held_chars(), 8);
     // A space ends the run with no `@` in it: released at once.
     assert_eq!(s.push(" or jo").text, "jane.doe or ");
