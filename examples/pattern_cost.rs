@@ -9,7 +9,8 @@
 //! only what the check adds to compiling the shipped playbooks;
 //! `-- --non-ascii-only` stops after the table of patterns with `\b` on
 //! non-ASCII adversarial texts; `-- --per-match` prints only the cost per
-//! match (`-- --per-match --once`: one evaluation, for callgrind).
+//! match (`-- --per-match --once`: one evaluation, for callgrind);
+//! `-- --stream-once PATTERN UNIT` streams one non-ASCII row once.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use helixor::pattern::{self, cost};
@@ -209,12 +210,39 @@ fn per_match(once: bool) {
     println!();
 }
 
+/// Seconds of one stream session over `text` in pieces of 16 bytes (cut
+/// back to a character boundary), with no hold-back limit, so that a giant
+/// word is held and searched to the end; and what it released.
+fn stream_16(e: &Evaluator, text: &str) -> (f64, String) {
+    let opts = helixor::StreamOptions {
+        max_holdback_chars: usize::MAX,
+        block_on_fatal: false,
+        ..helixor::StreamOptions::default()
+    };
+    let started = now();
+    let mut session = e.stream(opts);
+    let mut out = String::new();
+    let mut at = 0;
+    while at < text.len() {
+        let mut end = (at + 16).min(text.len());
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        out.push_str(&session.push(&text[at..end]).text);
+        at = end;
+    }
+    out.push_str(&session.finish().text);
+    (now() - started, out)
+}
+
 /// Best of three evaluations of each non-ASCII text, and of `find_iter`
 /// over the exact regex (the reference result, which runs the NFA there),
 /// checking that both find the same spans.
 fn non_ascii() {
-    println!("| pattern | 1 MiB of | evaluation | matches | exact `find_iter` alone |");
-    println!("|---|---|---:|---:|---:|");
+    println!(
+        "| pattern | 1 MiB of | evaluation | matches | exact `find_iter` alone | stream, 16 B pieces |"
+    );
+    println!("|---|---|---:|---:|---:|---:|");
     for (src, unit) in NON_ASCII {
         let p = pattern::compile(src, &[]).unwrap();
         let text = unit.repeat(MIB / unit.len());
@@ -235,16 +263,34 @@ fn non_ascii() {
         let want = p.exact.find_iter(&text).filter(|m| !m.is_empty()).count();
         let reference = now() - started;
         assert_eq!(found, want, "{src} on {unit:?}");
+        let (streamed, released) = stream_16(&e, &text);
+        assert_eq!(
+            released,
+            e.redacted_text(&text),
+            "{src} on {unit:?}, streamed"
+        );
         println!(
-            "| `{src}` | `{unit}…` | {:.1} ms | {found} | {:.1} ms |",
+            "| `{src}` | `{unit}…` | {:.1} ms | {found} | {:.1} ms | {:.1} ms |",
             best * 1e3,
-            reference * 1e3
+            reference * 1e3,
+            streamed * 1e3
         );
     }
     println!();
 }
 
 fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if let [_, flag, src, unit] = args.as_slice() {
+        if flag == "--stream-once" {
+            // One stream session of one non-ASCII row, for `perf stat`.
+            let p = pattern::compile(src, &[]).unwrap();
+            let text = unit.repeat(MIB / unit.len());
+            let (s, _) = stream_16(&evaluator(&p), &text);
+            println!("{:.1} ms", s * 1e3);
+            return;
+        }
+    }
     if std::env::args().any(|a| a == "--per-match") {
         per_match(std::env::args().any(|a| a == "--once"));
         return;

@@ -4,6 +4,7 @@
 //! for spans. Never logs, stores or returns a matched value.
 
 mod decision;
+mod guided;
 mod normalize;
 mod receipt;
 mod stream;
@@ -19,13 +20,10 @@ pub use stream::{
 use crate::builtins::{Validator, CODONS, HARD_RULES};
 use crate::pattern::{self, CompiledPattern, Flag};
 use crate::rules::{CustomRule, RuleAction, RuleType};
-use regex_automata::hybrid::{self, LazyStateID};
+use guided::{guided_search, Guide, GuideCaches, GuidedCaches, Want};
 use regex_automata::meta::{Cache, Regex};
-use regex_automata::nfa::thompson;
 use regex_automata::util::iter::Searcher;
-use regex_automata::util::look::LookMatcher;
-use regex_automata::util::syntax;
-use regex_automata::{Anchored, Input, Match, MatchError, MatchKind, PatternID, PatternSet};
+use regex_automata::{Input, Match, MatchError, PatternID, PatternSet};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
@@ -143,10 +141,8 @@ impl RequiredBytes {
 struct Caches {
     exact: Vec<Cache>,
     filter: Vec<Option<Cache>>,
-    /// The guides' longest-match DFAs.
-    longest: Vec<Option<hybrid::dfa::Cache>>,
-    /// The guides' reverse DFAs.
-    reverse: Vec<Option<hybrid::dfa::Cache>>,
+    /// The guides' lazy DFAs.
+    guide: Vec<Option<GuideCaches>>,
     set: Option<Cache>,
 }
 
@@ -298,24 +294,10 @@ impl Evaluator {
                 .iter()
                 .map(|m| m.filter.as_ref().map(Regex::create_cache))
                 .collect(),
-            longest: self
+            guide: self
                 .matchers
                 .iter()
-                .map(|m| {
-                    m.guide
-                        .as_ref()
-                        .map(|g| hybrid::dfa::Cache::new(&g.longest))
-                })
-                .collect(),
-            reverse: self
-                .matchers
-                .iter()
-                .map(|m| {
-                    m.guide
-                        .as_ref()
-                        .and_then(|g| g.reverse.as_ref())
-                        .map(hybrid::dfa::Cache::new)
-                })
+                .map(|m| m.guide.as_ref().map(Guide::caches))
                 .collect(),
             set: self.filter.as_ref().map(Regex::create_cache),
         }
@@ -630,405 +612,64 @@ impl Evaluator {
         caches: &mut Caches,
     ) -> Vec<(usize, usize)> {
         let m = &self.matchers[i];
+        let mut spans = self.search_matcher(i, text, 0, ascii, caches, Want::All);
+        spans.retain(|&(s, e)| s < e && validate(m.validator, &text[s..e]));
+        spans
+    }
+
+    /// The leftmost-first match of matcher `i` starting at or after `from`
+    /// in `text` (empty or not, unvalidated), found as [`Self::evaluate`]
+    /// finds its matches: what a stream session commits, one at a time.
+    fn find_first(
+        &self,
+        i: usize,
+        text: &str,
+        from: usize,
+        caches: &mut Caches,
+    ) -> Option<(usize, usize)> {
+        // Look-behind sees the character before `from`: four bytes at most.
+        let ascii = text.as_bytes()[from.saturating_sub(4)..].is_ascii();
+        self.search_matcher(i, text, from, ascii, caches, Want::First)
+            .first()
+            .copied()
+    }
+
+    /// Matcher `i`'s matches in `text[from..]`: the exact regex on ASCII
+    /// text, the guided search (same matches) on other text.
+    fn search_matcher(
+        &self,
+        i: usize,
+        text: &str,
+        from: usize,
+        ascii: bool,
+        caches: &mut Caches,
+        want: Want,
+    ) -> Vec<(usize, usize)> {
+        let m = &self.matchers[i];
         let exact_cache = &mut caches.exact[i];
-        let spans = match (&m.filter, &mut caches.filter[i]) {
+        match (&m.filter, &mut caches.filter[i]) {
             (Some(filter), Some(filter_cache)) if !ascii => {
                 let caches = GuidedCaches {
                     exact: exact_cache,
                     filter: filter_cache,
-                    longest: caches.longest[i].as_mut(),
-                    reverse: caches.reverse[i].as_mut(),
+                    guide: caches.guide[i].as_mut(),
                 };
-                guided_find_iter(&m.regex, filter, m.guide.as_ref(), caches, text)
+                guided_search(&m.regex, filter, m.guide.as_ref(), caches, text, from, want)
             }
-            _ => find_iter_with(&m.regex, exact_cache, Input::new(text)),
-        };
-        let mut spans = spans;
-        spans.retain(|&(s, e)| s < e && validate(m.validator, &text[s..e]));
-        spans
-    }
-}
-
-/// The guided search counts its work in bytes read by a lazy DFA. An
-/// anchored confirmation of the exact regex on non-ASCII text runs an NFA
-/// engine (backtracker or PikeVM), which costs about this many DFA bytes per
-/// byte of its range: the same price per byte as the plain search that
-/// finishes the job when the budget runs out.
-const GUIDED_NFA_COST: usize = 16;
-/// What the guided search may spend, per byte of text, in plain-search
-/// bytes ([`GUIDED_NFA_COST`] DFA bytes each): ordinary text stays well under
-/// it, and a text past it has cost about one plain search already (measured:
-/// one failed confirmation over a 1 MiB word, then the plain search, beats
-/// two failed ones, then the plain search).
-const GUIDED_WORK_FACTOR: usize = 1;
-/// Work the guided search may always spend, whatever the text's length.
-const GUIDED_WORK_BASE: usize = 64 << 10;
-/// Work charged per proposed start, for the searches' fixed cost (about
-/// what reading this many bytes with a DFA costs).
-const GUIDED_CALL_COST: usize = 128;
-
-/// The parts of the guided search built from a matcher's boundary-free form.
-struct Guide {
-    /// The boundary-free form as a forward lazy DFA reporting the longest
-    /// match (`MatchKind::All`): anchored at a proposed start, its end bounds
-    /// every match of the exact regex there.
-    longest: hybrid::dfa::DFA,
-    /// Every match of the exact regex starts where Unicode `\b` holds, so a
-    /// proposed start inside a word is rejected without a search.
-    starts_at_boundary: bool,
-    /// When every match of the exact regex ends where Unicode `\b` holds:
-    /// the boundary-free form reversed (`MatchKind::All`), which one
-    /// backward pass runs from every such position at once to find every
-    /// start a match may have ([`trail_candidates`]).
-    reverse: Option<hybrid::dfa::DFA>,
-}
-
-impl Guide {
-    /// `None` when the DFA cannot be built (the guided search then runs
-    /// its confirmations unbounded, within the same work budget).
-    fn new(p: &CompiledPattern) -> Option<Self> {
-        let hir = regex_syntax::ParserBuilder::new()
-            .nest_limit(pattern::NEST_LIMIT)
-            .build()
-            .parse(&p.exact_src)
-            .ok()?;
-        let longest = all_matches_dfa(&p.filter, false)?;
-        let reverse = if ends_at_boundary(&hir) {
-            all_matches_dfa(&p.filter, true)
-        } else {
-            None
-        };
-        Some(Self {
-            longest,
-            starts_at_boundary: starts_at_boundary(&hir),
-            reverse,
-        })
-    }
-}
-
-/// `src` as a lazy DFA reporting every match (`MatchKind::All`), forward
-/// or reversed, within the engine's pattern limits; `None` when it cannot
-/// be built.
-fn all_matches_dfa(src: &str, reverse: bool) -> Option<hybrid::dfa::DFA> {
-    hybrid::dfa::Builder::new()
-        .configure(
-            hybrid::dfa::DFA::config()
-                .match_kind(MatchKind::All)
-                .cache_capacity(pattern::PATTERN_DFA_LIMIT),
-        )
-        .syntax(syntax::Config::new().nest_limit(pattern::NEST_LIMIT))
-        .thompson(
-            thompson::Config::new()
-                .nfa_size_limit(Some(pattern::PATTERN_SIZE_LIMIT))
-                .which_captures(thompson::WhichCaptures::None)
-                .reverse(reverse),
-        )
-        .build(src)
-        .ok()
-}
-
-/// Whether `look` implies that Unicode `\b` holds where it does.
-fn implies_boundary(look: regex_syntax::hir::Look) -> bool {
-    use regex_syntax::hir::Look;
-    matches!(
-        look,
-        Look::WordUnicode | Look::WordStartUnicode | Look::WordEndUnicode
-    )
-}
-
-/// Whether every match of `hir` ends with an assertion that implies
-/// Unicode `\b` at its end.
-fn ends_at_boundary(hir: &regex_syntax::hir::Hir) -> bool {
-    use regex_syntax::hir::HirKind;
-    match hir.kind() {
-        HirKind::Look(look) => implies_boundary(*look),
-        HirKind::Capture(cap) => ends_at_boundary(&cap.sub),
-        HirKind::Concat(parts) => parts.last().is_some_and(ends_at_boundary),
-        HirKind::Alternation(alts) => alts.iter().all(ends_at_boundary),
-        _ => false,
-    }
-}
-
-/// Whether every match of `hir` begins with an assertion that implies
-/// Unicode `\b` at its start.
-fn starts_at_boundary(hir: &regex_syntax::hir::Hir) -> bool {
-    use regex_syntax::hir::HirKind;
-    match hir.kind() {
-        HirKind::Look(look) => implies_boundary(*look),
-        HirKind::Capture(cap) => starts_at_boundary(&cap.sub),
-        HirKind::Concat(parts) => parts.first().is_some_and(starts_at_boundary),
-        HirKind::Alternation(alts) => alts.iter().all(starts_at_boundary),
-        _ => false,
-    }
-}
-
-/// Whether Unicode `\b` holds at `at` (a char boundary of `text`); `true`
-/// when it cannot be told, so that nothing is skipped.
-fn is_boundary(text: &str, at: usize) -> bool {
-    LookMatcher::new()
-        .is_word_unicode(text.as_bytes(), at)
-        .unwrap_or(true)
-}
-
-/// The first position after `at` where Unicode `\b` holds (or the end).
-fn next_boundary(text: &str, at: usize) -> usize {
-    let mut p = at;
-    for c in text[at..].chars() {
-        p += c.len_utf8();
-        if is_boundary(text, p) {
-            return p;
-        }
-    }
-    text.len()
-}
-
-/// Every position of `text[from..]` where a match of `reverse`'s pattern
-/// (a reversed boundary-free form) may start and end where Unicode `\b`
-/// holds, as a bit set indexed from `from`; `None` when it would take more
-/// than `limit` DFA transitions (or the DFA cannot run).
-///
-/// One backward pass keeps the set of distinct DFA states of the searches
-/// begun at every boundary so far, so each byte costs as many transitions
-/// as there are live distinct states: one giant word costs one pass, where
-/// a forward search from each of its starts would read it again each time.
-fn trail_candidates(
-    reverse: &hybrid::dfa::DFA,
-    cache: &mut hybrid::dfa::Cache,
-    text: &str,
-    from: usize,
-    limit: usize,
-) -> Option<Vec<u64>> {
-    let bytes = text.as_bytes();
-    let mut set = vec![0u64; (text.len() - from) / 64 + 1];
-    let mut mark = |p: usize| set[(p - from) / 64] |= 1 << ((p - from) % 64);
-    // An unknown word class makes every position a boundary: more
-    // candidates, never fewer.
-    let word =
-        |c: Option<char>| c.map_or(Some(false), |c| regex_syntax::try_is_word_character(c).ok());
-    let clears = cache.clear_count();
-    let mut live: Vec<LazyStateID> = Vec::new();
-    let mut next: Vec<LazyStateID> = Vec::new();
-    let mut work = 0usize;
-    let mut after = word(None);
-    let mut p = text.len();
-    let mut chars = text[from..].chars().rev();
-    loop {
-        let c = chars.next();
-        let before = match c {
-            Some(c) => word(Some(c)),
-            None => word(text[..from].chars().next_back()),
-        };
-        if before.zip(after).is_none_or(|(b, a)| b != a) {
-            let input = Input::new(text).range(..p).anchored(Anchored::Yes);
-            let sid = reverse.start_state_reverse(cache, &input).ok()?;
-            // A cleared cache invalidates the state ids held across bytes.
-            if cache.clear_count() != clears {
-                return None;
-            }
-            if !live.contains(&sid) {
-                live.push(sid);
-            }
-        }
-        // The DFA reports a match one byte late: the state after the byte
-        // before `p` says whether a match starts at `p`.
-        let Some(c) = c else {
-            for &sid in &live {
-                let last = match p.checked_sub(1) {
-                    Some(k) => reverse.next_state(cache, sid, bytes[k]).ok()?,
-                    None => reverse.next_eoi_state(cache, sid).ok()?,
-                };
-                if cache.clear_count() != clears {
-                    return None;
-                }
-                if last.is_match() {
-                    mark(p);
-                }
-            }
-            break;
-        };
-        let len = c.len_utf8();
-        for k in (p - len..p).rev() {
-            work += live.len();
-            if work > limit {
-                return None;
-            }
-            next.clear();
-            for &sid in &live {
-                let to = reverse.next_state(cache, sid, bytes[k]).ok()?;
-                if cache.clear_count() != clears || to.is_quit() || to.is_unknown() {
-                    return None;
-                }
-                if to.is_match() && k + 1 == p {
-                    mark(p);
-                }
-                if !to.is_dead() && !next.contains(&to) {
-                    next.push(to);
-                }
-            }
-            std::mem::swap(&mut live, &mut next);
-        }
-        after = before;
-        p -= len;
-    }
-    Some(set)
-}
-
-/// The first position at or after `at` in `set` (indexed from `from`).
-fn next_candidate(set: &[u64], from: usize, at: usize) -> Option<usize> {
-    let i = at.checked_sub(from)?;
-    let mut w = i / 64;
-    let mut bits = set.get(w)? & (u64::MAX << (i % 64));
-    loop {
-        if bits != 0 {
-            return Some(from + w * 64 + bits.trailing_zeros() as usize);
-        }
-        w += 1;
-        bits = *set.get(w)?;
-    }
-}
-
-/// The caches of one matcher's guided search.
-struct GuidedCaches<'a> {
-    exact: &'a mut Cache,
-    filter: &'a mut Cache,
-    longest: Option<&'a mut hybrid::dfa::Cache>,
-    reverse: Option<&'a mut hybrid::dfa::Cache>,
-}
-
-/// The matches `exact.find_iter(text)` yields, found fast on non-ASCII text.
-///
-/// Every match of `exact` is a match of `filter` (the same pattern without
-/// word-boundary assertions), so the leftmost `filter` match from `pos` never
-/// starts after the leftmost `exact` match from `pos`. The DFA-friendly
-/// `filter` proposes that start; an anchored `exact` search confirms it (its
-/// leftmost-first match there is the one `find_iter` would report) or
-/// rejects it, and the search goes on one character later.
-///
-/// Each confirmation only reads its own span: its range ends where the
-/// longest `filter` match from the start ends, which no `exact` match there
-/// can pass (look-around still sees the bytes past the range, so the result
-/// is the same), and on a short range the meta regex runs its bounded
-/// backtracker instead of the PikeVM. Where every match begins with `\b`,
-/// a start inside a word is skipped without a search; where every match
-/// ends with one, and forward proposals keep re-reading the text, one
-/// backward pass ([`trail_candidates`]) yields every start a match may have.
-/// When the work passes the budget ([`GUIDED_WORK_FACTOR`] plain-search
-/// bytes a byte), the plain search finishes the job, in linear time
-/// whatever the input.
-fn guided_find_iter(
-    exact: &Regex,
-    filter: &Regex,
-    guide: Option<&Guide>,
-    caches: GuidedCaches<'_>,
-    text: &str,
-) -> Vec<(usize, usize)> {
-    let GuidedCaches {
-        exact: exact_cache,
-        filter: filter_cache,
-        mut longest,
-        mut reverse,
-    } = caches;
-    let mut out = Vec::new();
-    let mut pos = 0usize;
-    let budget = (GUIDED_WORK_FACTOR * GUIDED_NFA_COST)
-        .saturating_mul(text.len())
-        .saturating_add(GUIDED_WORK_BASE);
-    let mut work = 0usize;
-    // Candidate starts of a pattern that ends at a boundary, once forward
-    // proposals have cost a pass over the text: (from, bit set).
-    let mut trail: Option<(usize, Vec<u64>)> = None;
-    let mut trail_tried = false;
-    let next_char = |at: usize| at + text[at..].chars().next().map_or(1, char::len_utf8);
-    while pos <= text.len() {
-        let start = match &trail {
-            Some((from, set)) => match next_candidate(set, *from, pos) {
-                Some(s) => s,
-                None => break,
-            },
-            None => {
-                let Some(proposed) =
-                    filter.search_with(filter_cache, &Input::new(text).range(pos..))
-                else {
-                    break;
-                };
-                work = work
-                    .saturating_add(proposed.end() - pos)
-                    .saturating_add(GUIDED_CALL_COST);
-                proposed.start()
-            }
-        };
-        if guide.is_some_and(|g| g.starts_at_boundary) && !is_boundary(text, start) {
-            if start >= text.len() {
-                break;
-            }
-            if work > budget {
-                out.extend(find_iter_with(
-                    exact,
-                    exact_cache,
-                    Input::new(text).range(pos..),
-                ));
-                break;
-            }
-            pos = next_boundary(text, start);
-            continue;
-        }
-        let bound = match (guide, longest.as_deref_mut()) {
-            (Some(g), Some(cache)) => g
-                .longest
-                .try_search_fwd(
-                    cache,
-                    &Input::new(text).range(start..).anchored(Anchored::Yes),
-                )
-                .ok()
-                .flatten()
-                .map_or(text.len(), |m| m.offset()),
-            _ => text.len(),
-        };
-        work = work
-            .saturating_add(bound - start)
-            .saturating_add(GUIDED_CALL_COST);
-        if !trail_tried && work > 2 * text.len() {
-            // Forward proposals re-read the text: a pattern that ends at a
-            // boundary gets every candidate start from one backward pass.
-            trail_tried = true;
-            if let (Some(rev), Some(cache)) = (
-                guide.and_then(|g| g.reverse.as_ref()),
-                reverse.as_deref_mut(),
-            ) {
-                if let Some(set) = trail_candidates(rev, cache, text, pos, budget) {
-                    trail = Some((pos, set));
-                    work = 0;
-                    continue;
+            _ => {
+                let input = Input::new(text).range(from..);
+                match want {
+                    Want::All => find_iter_with(&m.regex, exact_cache, input),
+                    Want::First => m
+                        .regex
+                        .search_with(exact_cache, &input)
+                        .map(|m| (m.start(), m.end()))
+                        .into_iter()
+                        .collect(),
                 }
             }
         }
-        if work > budget {
-            out.extend(find_iter_with(
-                exact,
-                exact_cache,
-                Input::new(text).range(pos..),
-            ));
-            break;
-        }
-        // Charged after it runs: a confirmation that succeeds over the whole
-        // rest is the cheapest search of it there is (anchored, one pass).
-        work = work.saturating_add((bound - start).saturating_mul(GUIDED_NFA_COST));
-        match exact.search_with(
-            exact_cache,
-            &Input::new(text).range(start..bound).anchored(Anchored::Yes),
-        ) {
-            Some(m) => {
-                out.push((m.start(), m.end()));
-                pos = if m.is_empty() {
-                    next_char(m.end())
-                } else {
-                    m.end()
-                };
-            }
-            None => pos = next_char(start),
-        }
     }
-    out
 }
 
 /// `re.find_iter(input)` with an explicit cache: leftmost-first,

@@ -98,11 +98,10 @@ use crate::builtins::HARD_RULES;
 use crate::pattern::{NEST_LIMIT, PATTERN_SIZE_LIMIT};
 use regex_automata::hybrid::dfa::{Cache as LazyCache, DFA};
 use regex_automata::hybrid::LazyStateID;
-use regex_automata::meta::{Cache, Regex};
 use regex_automata::nfa::thompson;
 use regex_automata::util::look::{Look, LookMatcher};
 use regex_automata::util::{start, syntax};
-use regex_automata::{Anchored, Input, MatchKind};
+use regex_automata::{Anchored, MatchKind};
 use std::collections::{HashMap, HashSet};
 use std::ops::Deref;
 use std::sync::Arc;
@@ -121,8 +120,6 @@ const LIVE_CACHE_BYTES: usize = 1 << 20;
 const SIMULATE_BELOW: usize = 64;
 /// States whose terminal check a session remembers, per rule.
 const MAX_TERMINAL_MEMO: usize = 256;
-/// Guided searches rejected before the plain search takes over (as in evaluation).
-const MAX_GUIDED_MISSES: usize = 64;
 
 /// Options of a session (SPEC §11.1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -1391,14 +1388,7 @@ impl Core {
                 self.settled(i, limit);
                 return fatal;
             };
-            let found = next_match(
-                &ev.matchers[i].regex,
-                &mut caches.exact[i],
-                ev.matchers[i].filter.as_ref(),
-                caches.filter[i].as_mut(),
-                &self.buf[..n],
-                from,
-            );
+            let found = ev.find_first(i, &self.buf[..n], from, caches);
             let Some((s, e)) = found.filter(|&(s, _)| s < limit) else {
                 self.settled(i, limit);
                 return fatal;
@@ -2015,42 +2005,6 @@ fn is_terminal(dfa: &DFA, cache: &mut LazyCache, sid: LazyStateID) -> bool {
     }
     matches!(dfa.next_eoi_state(cache, sid), Ok(next) if !next.is_match())
         && cache.clear_count() == clears
-}
-
-/// The leftmost-first match of `exact` starting at or after `pos` in
-/// `hay`, found as [`Evaluator::evaluate`] finds it.
-fn next_match(
-    exact: &Regex,
-    exact_cache: &mut Cache,
-    filter: Option<&Regex>,
-    filter_cache: Option<&mut Cache>,
-    hay: &str,
-    pos: usize,
-) -> Option<(usize, usize)> {
-    let ascii = hay.as_bytes()[pos.saturating_sub(4)..].is_ascii();
-    let (Some(filter), Some(filter_cache), false) = (filter, filter_cache, ascii) else {
-        return exact
-            .search_with(exact_cache, &Input::new(hay).range(pos..))
-            .map(|m| (m.start(), m.end()));
-    };
-    let mut pos = pos;
-    for _ in 0..MAX_GUIDED_MISSES {
-        let proposed = filter.search_with(filter_cache, &Input::new(hay).range(pos..))?;
-        let start = proposed.start();
-        if let Some(m) = exact.search_with(
-            exact_cache,
-            &Input::new(hay).range(start..).anchored(Anchored::Yes),
-        ) {
-            return Some((m.start(), m.end()));
-        }
-        pos = next_char(hay, start);
-        if pos > hay.len() {
-            return None;
-        }
-    }
-    exact
-        .search_with(exact_cache, &Input::new(hay).range(pos..))
-        .map(|m| (m.start(), m.end()))
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 use super::*;
 use crate::playbook::parse_document;
 use crate::rules::check_declarations;
+use regex_automata::Anchored;
 
 pub(crate) fn evaluator(yaml: &str) -> Evaluator {
     let d = parse_document(yaml.as_bytes(), "t").unwrap();
@@ -254,22 +255,28 @@ fn more_than_sixty_four_rules_are_all_scanned() {
 /// The guided search of `p` on `text`, with its guide (range bounds,
 /// boundary skips, backward candidates) or without (unbounded confirmations).
 fn run_guided(p: &CompiledPattern, text: &str, with_guide: bool) -> Vec<(usize, usize)> {
+    run_guided_from(p, text, 0, Want::All, with_guide)
+}
+
+/// [`run_guided`] from `from`, for every match or only the first.
+pub(super) fn run_guided_from(
+    p: &CompiledPattern,
+    text: &str,
+    from: usize,
+    want: Want,
+    with_guide: bool,
+) -> Vec<(usize, usize)> {
     let filter = p.filter_regex.as_ref().unwrap_or(&p.exact);
     let guide = Guide::new(p).filter(|_| with_guide);
     let mut exact_cache = p.exact.create_cache();
     let mut filter_cache = filter.create_cache();
-    let mut longest = guide.as_ref().map(|g| hybrid::dfa::Cache::new(&g.longest));
-    let mut reverse = guide
-        .as_ref()
-        .and_then(|g| g.reverse.as_ref())
-        .map(hybrid::dfa::Cache::new);
+    let mut guide_caches = guide.as_ref().map(Guide::caches);
     let caches = GuidedCaches {
         exact: &mut exact_cache,
         filter: &mut filter_cache,
-        longest: longest.as_mut(),
-        reverse: reverse.as_mut(),
+        guide: guide_caches.as_mut(),
     };
-    guided_find_iter(&p.exact, filter, guide.as_ref(), caches, text)
+    guided_search(&p.exact, filter, guide.as_ref(), caches, text, from, want)
 }
 
 /// [`run_guided`] next to `exact.find_iter`, the contract it must meet

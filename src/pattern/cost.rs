@@ -73,9 +73,9 @@
 //! per match (a one-character rule on a 1 MiB run of that character makes a
 //! million redactions), nor the engine's non-ASCII path for patterns with
 //! `\b` (its guided search): that path is bounded by construction instead,
-//! for the shapes that cost it most (a `\b` that begins or ends every
-//! match), and by a work budget past which it runs the plain search
-//! (`src/engine/mod.rs`, `guided_find_iter`).
+//! for the shapes that cost it most (a `\b` that begins every match, or
+//! ends some alternatives), and by a work budget past which it runs the
+//! plain search (`src/engine/guided.rs`).
 
 use super::{NEST_LIMIT, PATTERN_SIZE_LIMIT};
 use regex_automata::hybrid::dfa;

@@ -236,6 +236,45 @@ fn a_dfa_that_clears_its_cache_at_load_builds_and_streams() {
     assert_eq!(out.concat(), "x [REDACTED_NESTED] y");
 }
 
+#[test]
+fn a_giant_non_ascii_word_held_to_the_end_is_searched_exactly() {
+    // One word of 200,000 characters (`é` is a word character) with no
+    // hold-back limit: the session holds it all, and the end of input
+    // settles it through the engine's guided search from the held start,
+    // whose backward passes (the alternative that ends with `\b` from word
+    // boundaries, `zz` from everywhere) find both matches after it.
+    let rule = crate::rules::CustomRule {
+        id: "ing".to_string(),
+        rule_type: crate::rules::RuleType::Regex,
+        action: crate::rules::RuleAction::Redact,
+        description: None,
+        pattern: crate::pattern::compile(r"\w+ing\b|zz", &[]).unwrap(),
+    };
+    let e = Evaluator::new("t", "1", &[rule]).unwrap();
+    let word = "aingé".repeat(40_000);
+    for tail in [" aing zz", " zz", "", "ing"] {
+        let text = format!("{word}{tail}");
+        let opts = StreamOptions {
+            max_holdback_chars: usize::MAX,
+            ..StreamOptions::default()
+        };
+        let mut s = e.stream(opts);
+        let mut out = String::new();
+        for p in byte_pieces(&text, 16) {
+            out.push_str(&s.push(p).text);
+        }
+        out.push_str(&s.finish().text);
+        let want = match tail {
+            " aing zz" => format!("{word} [REDACTED_ING] [REDACTED_ING]"),
+            " zz" => format!("{word} [REDACTED_ING]"),
+            "" => word.clone(),
+            _ => "[REDACTED_ING]".to_string(),
+        };
+        assert_eq!(out, want, "tail {tail:?}");
+        assert_eq!(out, e.redacted_text(&text));
+    }
+}
+
 /// A redacting rule built without the compiler's cost check (SPEC §11.4),
 /// as a pack sealed before it could hold; the check must refuse it.
 fn past_the_cost_check(id: &str, pattern: &str) -> crate::rules::CustomRule {
