@@ -45,7 +45,7 @@ rules:
   - {id: word, type: regex, pattern: '(?i)\bsecret\w*', action: block}
   - {id: gift, type: luhn_checksum, pattern: '\d{4}-\d{4}', action: redact}
   - {id: at_host, type: regex, pattern: '@example\.com and \w+', action: redact}
-  - {id: priority, type: regex, pattern: 'kk(?:lmno)?\b|kkl', action: redact}
+  - {id: priority, type: regex, pattern: 'kkkk(?:lmno)?\b|kkkkl', action: redact}
   - {id: quote, type: regex, pattern: '^>\s?\w+', flags: [MULTILINE], action: redact}
   - {id: amount, type: regex, pattern: '\$\d+(?:\.\d\d)?', action: redact}
   - {id: codename, type: regex, pattern: '\b(?:bluebird|nightjar)\b', flags: [IGNORECASE], action: block}

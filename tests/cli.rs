@@ -370,15 +370,24 @@ fn playbook_pattern_too_costly_to_evaluate_is_refused_by_rule_id() {
     let env = Env::new();
     let p = env.write(
         "costly.yaml",
-        "pack_id: custom.costly.v1\nrules:\n  - id: nested_count\n    type: regex\n    pattern: '(a{1,100}){1,100}b'\n    action: block\n  - id: fine\n    type: regex\n    pattern: 'TCK-\\d{6}'\n    action: redact\n  - id: rescan\n    type: regex\n    pattern: '[a-z]+X|[a-z]{100}'\n    action: redact\n",
+        "pack_id: custom.costly.v1\nrules:\n  - id: nested_count\n    type: regex\n    pattern: '(a{1,100}){1,100}b'\n    action: block\n  - id: fine\n    type: regex\n    pattern: 'TCK-\\d{6}'\n    action: redact\n  - id: rescan\n    type: regex\n    pattern: '[a-z]+X|[a-z]{100}'\n    action: redact\n  - id: letter\n    type: regex\n    pattern: '[a-z]{1,8}X|[a-z]'\n    action: redact\n",
     );
     let t = Instant::now();
     let f = env.compile_fails(&p, &env.lic, "UnsupportedPackDeclarationError", 3);
     assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
-    assert_eq!(f.problems.len(), 2, "{:#?}", f.problems);
+    assert_eq!(f.problems.len(), 3, "{:#?}", f.problems);
     assert!(f.problems[0].starts_with("rules[0] (id `nested_count`): `pattern` is too costly"));
     assert!(f.problems[1].starts_with("rules[2] (id `rescan`): `pattern` is too costly"));
-    f.names(&["costly.yaml", "nested_count", "rescan", "too costly"]);
+    // A match at every letter: about 120 ms for 1 MiB of letters.
+    assert!(f.problems[2].starts_with("rules[3] (id `letter`): `pattern` is too costly"));
+    assert!(f.problems[2].contains("densely"), "{}", f.problems[2]);
+    f.names(&[
+        "costly.yaml",
+        "nested_count",
+        "rescan",
+        "letter",
+        "too costly",
+    ]);
     assert!(
         !f.text.contains("a{1,100}") && !f.text.contains("[a-z]+X"),
         "never quoted"

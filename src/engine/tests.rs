@@ -166,6 +166,8 @@ mod guided {
             Just("123-45-6789".to_string()),
             Just("MRN: 1234567".to_string()),
             Just("212-555-0199".to_string()),
+            // A stretch of ASCII long enough for the DFA to run on it.
+            Just("so the quick brown fox, 123-45-6789 and a@b.co, jumps over ing ".to_string()),
             "[ .,\\-@0-9]{1,3}",
             "\\PC{0,3}",
         ]
@@ -436,6 +438,55 @@ fn guided_search_matches_find_iter_on_adversarial_texts() {
         let p = crate::pattern::compile(src, &[]).unwrap();
         guided_vs_find_iter(&p, text, true);
         guided_vs_find_iter(&p, text, false);
+    }
+}
+
+#[test]
+fn guided_search_on_ascii_stretches_between_non_ascii_characters() {
+    // Stretches of 0 to 120 ASCII characters (where the DFA runs) between
+    // single non-ASCII ones (where it gives up, and the guided steps take
+    // over): matches before, across and after each hand-over.
+    const ASCII: [&str; 12] = ["a", "b", "i", "n", "g", "x", "1", "-", " ", ".", "@", "s"];
+    const OTHER: [&str; 4] = ["é", "ß", "会", "\u{301}"];
+    let mut x: u64 = 0x2545_F491_4F6C_DD1D;
+    let mut next = || {
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        (x.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 33) as usize
+    };
+    let patterns: Vec<CompiledPattern> = GUIDED_PATTERNS
+        .iter()
+        .chain(&[r"\w+ing\b|zz", r"\b\d{3}\b", r"\bsecret\w*"])
+        .map(|p| crate::pattern::compile(p, &[]).unwrap())
+        .collect();
+    for _ in 0..24 {
+        let mut text = String::new();
+        for _ in 0..(next() % 6) {
+            for _ in 0..(next() % 121) {
+                text.push_str(ASCII[next() % ASCII.len()]);
+            }
+            text.push_str(OTHER[next() % OTHER.len()]);
+        }
+        for _ in 0..(next() % 121) {
+            text.push_str(ASCII[next() % ASCII.len()]);
+        }
+        for p in &patterns {
+            guided_vs_find_iter(p, &text, true);
+            for from in (0..=text.len())
+                .step_by(11)
+                .filter(|&f| text.is_char_boundary(f))
+            {
+                let want: Vec<(usize, usize)> = p
+                    .exact
+                    .search(&Input::new(&text).range(from..))
+                    .map(|m| (m.start(), m.end()))
+                    .into_iter()
+                    .collect();
+                let got = run_guided_from(p, &text, from, Want::First, true);
+                assert_eq!(got, want, "{} on {text:?} from {from}", p.exact_src);
+            }
+        }
     }
 }
 
