@@ -42,7 +42,7 @@ use regex_automata::meta::{Cache, Regex};
 use regex_automata::nfa::thompson;
 use regex_automata::util::look::LookMatcher;
 use regex_automata::util::syntax;
-use regex_automata::{Anchored, Input, MatchErrorKind, MatchKind};
+use regex_automata::{Anchored, Input, Match, MatchErrorKind, MatchKind};
 use regex_syntax::hir::{Hir, HirKind, Look};
 
 /// The guided search counts its work in bytes read by a lazy DFA. An
@@ -563,6 +563,15 @@ pub(super) fn guided_search(
     let mut trail: Option<(usize, Vec<u64>)> = None;
     let mut trail_tried = false;
     let next_char = |at: usize| at + text[at..].chars().next().map_or(1, char::len_utf8);
+    // Records match `m`; where the search goes on (`None`: it is done).
+    let found = |m: Match, out: &mut Vec<(usize, usize)>| {
+        out.push((m.start(), m.end()));
+        match want {
+            Want::First => None,
+            Want::All if m.is_empty() => Some(next_char(m.end())),
+            Want::All => Some(m.end()),
+        }
+    };
     // The plain search from `pos`, for what is left once the budget is spent.
     let plain = |cache: &mut Cache, pos: usize, out: &mut Vec<(usize, usize)>| {
         let rest = Input::new(text).range(pos..);
@@ -598,18 +607,13 @@ pub(super) fn guided_search(
                 && non_ascii - pos >= ASCII_STRETCH.min(text.len() - pos)
             {
                 match re.try_search(cache, &Input::new(text).range(pos..)) {
-                    Ok(Some(m)) => {
-                        out.push((m.start(), m.end()));
-                        if want == Want::First {
-                            break;
+                    Ok(Some(m)) => match found(m, &mut out) {
+                        Some(next) => {
+                            pos = next;
+                            continue;
                         }
-                        pos = if m.is_empty() {
-                            next_char(m.end())
-                        } else {
-                            m.end()
-                        };
-                        continue;
-                    }
+                        None => break,
+                    },
                     Ok(None) => break,
                     // It met a non-ASCII byte: the guided steps go on from
                     // `pos`, and the DFA tries again past that byte.
@@ -689,17 +693,10 @@ pub(super) fn guided_search(
             exact_cache,
             &Input::new(text).range(start..bound).anchored(Anchored::Yes),
         ) {
-            Some(m) => {
-                out.push((m.start(), m.end()));
-                if want == Want::First {
-                    break;
-                }
-                pos = if m.is_empty() {
-                    next_char(m.end())
-                } else {
-                    m.end()
-                };
-            }
+            Some(m) => match found(m, &mut out) {
+                Some(next) => pos = next,
+                None => break,
+            },
             None => pos = next_char(start),
         }
     }
@@ -708,7 +705,7 @@ pub(super) fn guided_search(
 
 #[cfg(test)]
 mod tests {
-    use super::super::tests::run_guided_from;
+    use super::super::tests::{plain_first, run_guided_from};
     use super::*;
     use crate::pattern::compile;
     use proptest::prelude::*;
@@ -811,12 +808,7 @@ mod tests {
                 while !text.is_char_boundary(from) {
                     from -= 1;
                 }
-                let want: Vec<(usize, usize)> = p
-                    .exact
-                    .search(&Input::new(&text).range(from..))
-                    .map(|m| (m.start(), m.end()))
-                    .into_iter()
-                    .collect();
+                let want = plain_first(&p, &text, from);
                 let got = run_guided_from(&p, &text, from, Want::First, true);
                 prop_assert_eq!(got, want, "{} on {:?} from {}", src, text, from);
             }

@@ -281,6 +281,16 @@ pub(super) fn run_guided_from(
     guided_search(&p.exact, filter, guide.as_ref(), caches, text, from, want)
 }
 
+/// The first match of `p`'s exact regex from `from`, as one plain search
+/// reports it: what [`Want::First`] must return.
+pub(super) fn plain_first(p: &CompiledPattern, text: &str, from: usize) -> Vec<(usize, usize)> {
+    p.exact
+        .search(&Input::new(text).range(from..))
+        .map(|m| (m.start(), m.end()))
+        .into_iter()
+        .collect()
+}
+
 /// [`run_guided`] next to `exact.find_iter`, the contract it must meet
 /// byte for byte.
 fn guided_vs_find_iter(p: &CompiledPattern, text: &str, with_guide: bool) {
@@ -477,12 +487,7 @@ fn guided_search_on_ascii_stretches_between_non_ascii_characters() {
                 .step_by(11)
                 .filter(|&f| text.is_char_boundary(f))
             {
-                let want: Vec<(usize, usize)> = p
-                    .exact
-                    .search(&Input::new(&text).range(from..))
-                    .map(|m| (m.start(), m.end()))
-                    .into_iter()
-                    .collect();
+                let want = plain_first(p, &text, from);
                 let got = run_guided_from(p, &text, from, Want::First, true);
                 assert_eq!(got, want, "{} on {text:?} from {from}", p.exact_src);
             }
