@@ -26,7 +26,9 @@
 //!   the range, so the result is the same), and on a short range the meta
 //!   regex runs its bounded backtracker instead of the PikeVM;
 //! - where every match begins with `\b`, a start inside a word is skipped
-//!   without a search;
+//!   without a search; where the pattern is `\b X \b?` with an `X` of one
+//!   length ([`Fixed`]: the SSN codon, `\bTCK-\d{6}\b`), the proposal is
+//!   confirmed by checking its boundaries, with no search at all;
 //! - where some alternatives end with `\b` ([`Trail`]), once a confirmation
 //!   has failed and forward proposals have re-read the text, backward passes
 //!   yield every start a match may have: the alternatives that end with `\b`
@@ -83,6 +85,9 @@ pub(super) struct Guide {
     /// Every match of the exact regex starts where Unicode `\b` holds, so a
     /// proposed start inside a word is rejected without a search.
     starts_at_boundary: bool,
+    /// The pattern is `\b X \b?` with an `X` of one length and no
+    /// look-around: a proposal is confirmed by its boundaries alone.
+    fixed: Option<Fixed>,
     /// When some alternatives end with `\b`: the backward passes whose
     /// candidates hold every start a match may have. Empty otherwise.
     trails: Vec<Trail>,
@@ -91,6 +96,39 @@ pub(super) struct Guide {
     /// finds the next match at DFA speed, and a non-ASCII byte hands the
     /// search back to the guided steps.
     ascii: Option<hybrid::regex::Regex>,
+}
+
+/// A pattern `\b X \b?`: whether its fixed-length match must end at a word
+/// boundary too.
+///
+/// The filter of `\b X \b?` is `X`; when every match of `X` has the same
+/// length, the filter's match at a start is the only match of `X` there, so
+/// the exact regex matches there exactly when the boundaries it asks for
+/// hold around it. The built-in SSN codon and rules such as `\bTCK-\d{6}\b`
+/// have this shape.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Fixed {
+    /// Whether the match must end at one too (it always begins at one:
+    /// without that, a rejected proposal could not skip to the next word).
+    end: bool,
+}
+
+/// The [`Fixed`] shape of `hir`, if it has it.
+fn fixed_shape(hir: &Hir) -> Option<Fixed> {
+    let parts: Vec<&Hir> = match hir.kind() {
+        HirKind::Capture(cap) => return fixed_shape(&cap.sub),
+        HirKind::Concat(parts) => parts.iter().collect(),
+        _ => vec![hir],
+    };
+    let is_b = |h: &&Hir| matches!(h.kind(), HirKind::Look(Look::WordUnicode));
+    let start = parts.first().is_some_and(is_b);
+    let end = parts.len() > usize::from(start) && parts.last().is_some_and(is_b);
+    let inner = &parts[usize::from(start)..parts.len() - usize::from(end)];
+    let x = Hir::concat(inner.iter().map(|&h| h.clone()).collect());
+    let props = x.properties();
+    let len = props.minimum_len().filter(|&n| n > 0);
+    (start && props.look_set().is_empty() && len.is_some() && len == props.maximum_len())
+        .then_some(Fixed { end })
 }
 
 /// One backward pass of [`trail_candidates`].
@@ -144,6 +182,7 @@ impl Guide {
         Some(Self {
             longest,
             starts_at_boundary: starts_at_boundary(&hir),
+            fixed: fixed_shape(&hir),
             trails,
             ascii: ascii_regex(&p.exact_src),
         })
@@ -640,6 +679,22 @@ pub(super) fn guided_search(
                 work = work
                     .saturating_add(proposed.end() - pos)
                     .saturating_add(GUIDED_CALL_COST);
+                if let Some(f) = guide.and_then(|g| g.fixed) {
+                    let (s, e) = (proposed.start(), proposed.end());
+                    if !is_boundary(text, s) {
+                        // Every match begins at a boundary: none begins
+                        // before the next one.
+                        pos = next_boundary(text, s);
+                    } else if !f.end || is_boundary(text, e) {
+                        match found(proposed, &mut out) {
+                            Some(next) => pos = next,
+                            None => break,
+                        }
+                    } else {
+                        pos = next_char(s);
+                    }
+                    continue;
+                }
                 proposed.start()
             }
         };
@@ -729,6 +784,28 @@ mod tests {
         assert_eq!((a.as_str() != "-", r.as_str() != "-"), (true, true));
         // An ASCII `\b` does not imply Unicode `\b`.
         assert_eq!(split(r"(?-u:\b)x(?-u:\b)").0, "-");
+    }
+
+    #[test]
+    fn fixed_length_shapes_are_recognised() {
+        let shape = |src: &str| fixed_shape(&parse(&compile(src, &[]).unwrap().exact_src).unwrap());
+        assert_eq!(shape(r"\b\d{3}-\d{2}-\d{4}\b"), Some(Fixed { end: true }));
+        assert_eq!(shape(r"\bTCK-\d{6}\b"), Some(Fixed { end: true }));
+        assert_eq!(shape(r"\b(?:ab|cd)\b"), Some(Fixed { end: true }));
+        assert_eq!(shape(r"\bx\d{2}"), Some(Fixed { end: false }));
+        // Lengths that differ, a `\b` inside, none at the start, `\b` alone,
+        // a Unicode class (its characters differ in bytes).
+        for src in [
+            r"\b\d{3,4}\b",
+            r"\b(?:a|ab)\b",
+            r"\ba\bb\b",
+            r"\d{3}\b",
+            r"\b",
+            r"\b\w{3}\b",
+            r"\B\d{3}",
+        ] {
+            assert_eq!(shape(src), None, "{src}");
+        }
     }
 
     #[test]

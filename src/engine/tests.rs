@@ -142,8 +142,10 @@ mod guided {
     use crate::pattern::compile;
     use proptest::prelude::*;
 
-    const PATTERNS: [&str; 9] = [
+    const PATTERNS: [&str; 11] = [
         r"\b\d{3}-\d{2}-\d{4}\b",
+        r"\b\d{3}\b",
+        r"\bx\d{2}",
         r"\b[a-zA-Z0-9_.+-]+@[a-zA-Z0-9-]+\.[a-zA-Z0-9\-.]+\b",
         r"(?i)\b(?:MRN|EHR|RX)[-:]?\s*\d{6,10}\b",
         r"\bx\w+",
@@ -333,6 +335,13 @@ const GUIDED_PATTERNS: &[&str] = &[
     r"\b\w+\b",
     r"\w{1,3}\b\s?",
     r"(?m)^\w+\b|\bé$",
+    // `\b X \b?` with a fixed-length `X`: confirmed by boundaries alone.
+    r"\b\d{3}\b",
+    r"\b(?:ab|né)\b",
+    r"\bx\d{2}",
+    r"\bé",
+    // A rejected start inside a word, and a match at the boundary after it.
+    r"\b[a-][x-]",
 ];
 
 #[test]
@@ -360,6 +369,7 @@ fn guided_search_matches_find_iter_on_edge_cases() {
         "ééé ééé\néé",
         "a\u{301}b a\u{301}",
         "ß ßß ß1 1ß",
+        "ba-x éba-x",
     ];
     for src in GUIDED_PATTERNS {
         let p = crate::pattern::compile(src, &[]).unwrap();
