@@ -457,14 +457,7 @@ fn trail_candidates(
         // before `p` says whether a match starts at `p`.
         let Some(c) = c else {
             for &sid in &live {
-                let last = match p.checked_sub(1) {
-                    Some(k) => reverse.next_state(cache, sid, bytes[k]).ok()?,
-                    None => reverse.next_eoi_state(cache, sid).ok()?,
-                };
-                if cache.clear_count() != clears {
-                    return None;
-                }
-                if last.is_match() {
+                if starts_at(reverse, cache, sid, bytes, p, clears)? {
                     mark(p);
                 }
             }
@@ -526,17 +519,29 @@ fn anywhere_candidates(
             mark(k + 1);
         }
     }
-    let last = match from.checked_sub(1) {
-        Some(k) => reverse.next_state(cache, sid, bytes[k]).ok()?,
-        None => reverse.next_eoi_state(cache, sid).ok()?,
-    };
-    if cache.clear_count() != clears {
-        return None;
-    }
-    if last.is_match() {
+    if starts_at(reverse, cache, sid, bytes, from, clears)? {
         mark(from);
     }
     Some(set)
+}
+
+/// Whether a backward search in state `sid` at `p` has a match starting at
+/// `p`: the state after the byte before `p` (or the start of the text)
+/// says, one byte late. `None` when the DFA cannot run or its cache was
+/// cleared since `clears`.
+fn starts_at(
+    reverse: &hybrid::dfa::DFA,
+    cache: &mut hybrid::dfa::Cache,
+    sid: LazyStateID,
+    bytes: &[u8],
+    p: usize,
+    clears: usize,
+) -> Option<bool> {
+    let last = match p.checked_sub(1) {
+        Some(k) => reverse.next_state(cache, sid, bytes[k]).ok()?,
+        None => reverse.next_eoi_state(cache, sid).ok()?,
+    };
+    (cache.clear_count() == clears).then_some(last.is_match())
 }
 
 /// The first position at or after `at` in `set` (indexed from `from`).
