@@ -51,7 +51,11 @@
 //!   before the last such byte of a piece (a space, for the e-mail codon)
 //!   also ends before it, and only the text after it is simulated. One
 //!   backward and one forward pass over each piece find that byte for
-//!   every rule at once;
+//!   every rule at once. Every byte of a match is inner, so a match also
+//!   needs a run of inner bytes as long as the rule's shortest match
+//!   (regex-syntax's `minimum_len`): short skipped text without one (a
+//!   piece of prose with a date in it, for the card codon's 16 digits)
+//!   needs no look at all;
 //! - a rule's *keep* bytes (ASCII, found at load) are those that keep every
 //!   fresh partial match live and undecided, whatever their order: from any
 //!   start, any run of them leads to a state that is not dead, not a match
@@ -219,6 +223,9 @@ struct LiveRule {
     keep: [bool; 256],
     /// Whether `keep` holds any byte.
     defers: bool,
+    /// The length in bytes of the shortest match of the exact pattern
+    /// (0 when unknown).
+    min_len: usize,
 }
 
 /// Lazy-DFA caches of one session, one per rule (`None` for a rule without an automaton).
@@ -322,13 +329,20 @@ impl LiveRule {
             .thompson(thompson::Config::new().nfa_size_limit(Some(PATTERN_SIZE_LIMIT)))
             .build(src)
             .ok();
-        let lead = regex_syntax::ParserBuilder::new()
+        let hir = regex_syntax::ParserBuilder::new()
             .nest_limit(NEST_LIMIT)
             .build()
             .parse(&m.exact_src)
-            .ok()
-            .and_then(|h| leading_look(&h))
+            .ok();
+        let lead = hir
+            .as_ref()
+            .and_then(leading_look)
             .filter(|l| is_word_look(*l));
+        // Unknown (no parse, no match at all): 0 rules nothing out.
+        let min_len = hir
+            .as_ref()
+            .and_then(|h| h.properties().minimum_len())
+            .unwrap_or(0);
         let (mut first, inner, keep) = match &dfa {
             Some(d) => (
                 first_bytes(d).unwrap_or([true; 256]),
@@ -364,7 +378,26 @@ impl LiveRule {
             required,
             defers: keep.contains(&true),
             keep,
+            min_len,
         }
+    }
+
+    /// Whether `bytes` hold a run of inner bytes as long as the shortest
+    /// match: every byte of a match but the one after it is inner (a thread
+    /// that consumes another byte is dead or terminal, and then sees no
+    /// match), so without such a run no match lies in `bytes` before their
+    /// last byte.
+    fn has_room(&self, bytes: &[u8]) -> bool {
+        let mut run = 0usize;
+        self.min_len == 0
+            || bytes.iter().any(|&b| {
+                run = if self.inner[usize::from(b)] {
+                    run + 1
+                } else {
+                    0
+                };
+                run >= self.min_len
+            })
     }
 }
 
@@ -1204,8 +1237,12 @@ impl Core {
             // A deferred thread opened at `j` (a byte that can begin a
             // match): whether a match may lie in the skipped text also
             // depends on its bytes before this piece.
-            let may_match = may_match || may_match_deferred;
-            if may_match && last + 1 - j <= SIMULATE_BELOW {
+            let short = last + 1 - j <= SIMULATE_BELOW;
+            // Short skipped text is also checked for room for a match: a
+            // digit rule then skips most pieces with a few digits in them.
+            let may_match =
+                (may_match || may_match_deferred) && (!short || rule.has_room(&bytes[j..=last]));
+            if may_match && short {
                 // Short: simulating it is cheaper than an exact search.
             } else {
                 // Threads under way end within the skipped text: run them

@@ -111,6 +111,44 @@ fn a_longer_digit_run_is_no_ssn() {
 }
 
 #[test]
+fn a_rule_looks_for_a_match_only_where_a_run_of_its_inner_bytes_has_room() {
+    let plan = LivePlan::new(&builtin_only());
+    // The codons, in order: SSN, card, health id, e-mail, phone, IPv4.
+    let min: Vec<usize> = plan.rules.iter().map(|r| r.min_len).collect();
+    assert_eq!(min, [11, 16, 8, 5, 10, 7]);
+    let (ssn, card) = (&plan.rules[0], &plan.rules[1]);
+    assert!(ssn.has_room(b"id 123-45-6789x"));
+    // A space is not inner for the SSN codon: no run of 11.
+    assert!(!ssn.has_room(b"id 123-45 6789x"));
+    assert!(!card.has_room(b"in 2019 and 14th"));
+    assert!(card.has_room(b"4111 1111 1111 1111"));
+}
+
+#[test]
+fn a_value_exactly_as_long_as_the_shortest_match_fills_its_piece() {
+    let e = builtin_only();
+    let opts = StreamOptions {
+        block_on_fatal: false,
+        ..StreamOptions::default()
+    };
+    // Each piece is one value of its codon's shortest length, then letters
+    // that end every digit rule's partial matches: the value lies in the
+    // text the rules skip, whose longest run has just room for it.
+    for (text, size, want) in [
+        ("123-45-6789 abc ", 16, "[REDACTED_SSN] abc "),
+        ("4111111111111111 x ", 19, "[REDACTED_CARD_PAN] x "),
+        ("RX123456 abcdef ", 16, "[REDACTED_HEALTH_ID] abcdef "),
+        ("a@b.c xyzwvuts ", 15, "[REDACTED_EMAIL] xyzwvuts "),
+        ("2125550199 abc ", 15, "[REDACTED_PHONE] abc "),
+        ("1.2.3.4 abcdefg ", 16, "[REDACTED_IP] abcdefg "),
+    ] {
+        let (out, blocked) = run(&e, &format!("{text}{text}"), size, opts);
+        assert_eq!(blocked, None, "{text}");
+        assert_eq!(out.concat(), format!("{want}{want}"), "{text}");
+    }
+}
+
+#[test]
 fn block_on_fatal_false_redacts_fatal_matches() {
     let e = builtin_only();
     let opts = StreamOptions {
