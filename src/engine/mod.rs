@@ -629,6 +629,11 @@ impl Evaluator {
     ) -> Option<(usize, usize)> {
         // Look-behind sees the character before `from`: four bytes at most.
         let ascii = text.as_bytes()[from.saturating_sub(4)..].is_ascii();
+        if ascii || self.matchers[i].filter.is_none() {
+            // The exact regex, as `search_matcher` would run it, without a
+            // list: a session commits a match or two at a time.
+            return first_with(&self.matchers[i].regex, &mut caches.exact[i], text, from);
+        }
         self.search_matcher(i, text, from, ascii, caches, Want::First)
             .first()
             .copied()
@@ -656,20 +661,21 @@ impl Evaluator {
                 };
                 guided_search(&m.regex, filter, m.guide.as_ref(), caches, text, from, want)
             }
-            _ => {
-                let input = Input::new(text).range(from..);
-                match want {
-                    Want::All => find_iter_with(&m.regex, exact_cache, input),
-                    Want::First => m
-                        .regex
-                        .search_with(exact_cache, &input)
-                        .map(|m| (m.start(), m.end()))
-                        .into_iter()
-                        .collect(),
-                }
-            }
+            _ => match want {
+                Want::All => find_iter_with(&m.regex, exact_cache, Input::new(text).range(from..)),
+                Want::First => first_with(&m.regex, exact_cache, text, from)
+                    .into_iter()
+                    .collect(),
+            },
         }
     }
+}
+
+/// `re`'s leftmost-first match in `text[from..]` (the text before `from`
+/// is look-behind context), with an explicit cache.
+fn first_with(re: &Regex, cache: &mut Cache, text: &str, from: usize) -> Option<(usize, usize)> {
+    re.search_with(cache, &Input::new(text).range(from..))
+        .map(|m| (m.start(), m.end()))
 }
 
 /// `re.find_iter(input)` with an explicit cache: leftmost-first,
