@@ -181,9 +181,13 @@ pub(super) struct LivePlan {
     /// For matcher `i`: its placeholder (a copy of the evaluator's, so that
     /// a release needs nothing but the plan).
     placeholders: Vec<String>,
-    /// For each byte, the rules it can begin a match of (bit `i` for rule
-    /// `i`; rules past the 64th share bit 63).
-    first_mask: [u64; 256],
+    /// For each class of the byte before (see [`class_of`]) and each byte,
+    /// the rules a match of which can begin there (bit `i` for rule `i`;
+    /// rules past the 64th share bit 63). A rule whose matches begin with
+    /// a word assertion is left out where the assertion fails between
+    /// ASCII characters: in prose, the health-id codon (`\b` then `M`,
+    /// `E` or `R`) starts only at the words that begin with those letters.
+    first_mask: [[u64; 256]; 3],
     /// For each byte, the rules for which it is inner (see [`LiveRule`]).
     inner_mask: [u64; 256],
     /// For each byte, the rules that require it (or require nothing).
@@ -267,14 +271,16 @@ impl LivePlan {
                 },
             }))
             .collect();
-        let mut first_mask = [0u64; 256];
+        let mut first_mask = [[0u64; 256]; 3];
         let mut inner_mask = [0u64; 256];
         let mut required_mask = [0u64; 256];
         for (i, r) in rules.iter().enumerate() {
             for b in 0..=255u8 {
                 let k = usize::from(b);
-                if r.can_start(b) {
-                    first_mask[k] |= rule_bit(i);
+                for (class, mask) in first_mask.iter_mut().enumerate() {
+                    if r.can_start_after(class, b) {
+                        mask[k] |= rule_bit(i);
+                    }
                 }
                 if r.inner[k] {
                     inner_mask[k] |= rule_bit(i);
@@ -310,6 +316,17 @@ impl LiveRule {
     #[inline]
     fn can_start(&self, b: u8) -> bool {
         self.first[usize::from(b)]
+    }
+
+    /// Whether a match can begin with byte `b` after a byte of `class`
+    /// (see [`class_of`]): [`Self::can_start`], and the leading word
+    /// assertion, where the characters on both sides are ASCII.
+    fn can_start_after(&self, class: usize, b: u8) -> bool {
+        let lead = match self.lead_ascii {
+            Some(t) if class < 2 && b.is_ascii() => t[class][usize::from(is_word_byte(b))],
+            _ => true,
+        };
+        self.can_start(b) && lead
     }
 
     fn new(m: &super::Matcher) -> Self {
@@ -1310,10 +1327,18 @@ impl Core {
     fn advance_all(&mut self, from: usize, to: usize, live: &mut LiveCaches) -> u64 {
         let plan = &*self.plan;
         let count = self.rules.len();
-        let bytes = &self.buf.as_bytes()[from..to];
-        let (starts, needs) = bytes.iter().fold((0u64, 0u64), |(f, r), &b| {
+        let buf = self.buf.as_bytes();
+        let bytes = &buf[from..to];
+        // The class of the byte before `bytes[k]`, as `lead_holds` sees it.
+        let before = from.checked_sub(1).map_or(0, |k| class_of(buf[k]));
+        let class_before = |k: usize| k.checked_sub(1).map_or(before, |k| class_of(bytes[k]));
+        let (starts, needs, _) = bytes.iter().fold((0u64, 0u64, before), |(f, r, c), &b| {
             let k = usize::from(b);
-            (f | plan.first_mask[k], r | plan.required_mask[k])
+            (
+                f | plan.first_mask[c][k],
+                r | plan.required_mask[k],
+                class_of(b),
+            )
         });
         let active = self.threaded | starts;
         if active == 0 {
@@ -1326,19 +1351,22 @@ impl Core {
         } else {
             (active, false)
         };
-        // Backwards: each rule's last non-inner byte. Every byte writes its
-        // (position, rules) entry and only one that ends some rule's search
-        // is kept: no branch depends on the bytes but the loop's end (a
-        // rule ends at most once, so at most 64 entries are kept).
+        // Backwards: each rule's last non-inner byte, and the rules that a
+        // byte after it can start. Every byte writes its (position, rules)
+        // entry and only one that ends some rule's search is kept: no
+        // branch depends on the bytes but the loop's end (a rule ends at
+        // most once, so at most 64 entries are kept).
         let found = &mut self.scratch;
         let mut kept = 0usize;
         let mut pending = exact;
+        let mut tail = 0u64;
         for (k, &b) in bytes.iter().enumerate().rev() {
             if pending == 0 {
                 break;
             }
             let hit = !plan.inner_mask[usize::from(b)] & pending;
             pending &= !hit;
+            tail |= plan.first_mask[class_before(k)][usize::from(b)] & pending;
             found[kept] = (k, hit);
             kept += usize::from(hit != 0);
         }
@@ -1362,15 +1390,18 @@ impl Core {
                 if hit & candidates == 0 {
                     continue;
                 }
-                for &b in &bytes[at..=k] {
-                    first |= plan.first_mask[usize::from(b)];
+                for (x, &b) in bytes.iter().enumerate().take(k + 1).skip(at) {
+                    first |= plan.first_mask[class_before(x)][usize::from(b)];
                     required |= plan.required_mask[usize::from(b)];
                 }
                 at = k + 1;
                 may |= first & required & hit;
             }
         }
-        let mut rest = exact;
+        // A rule without threads, with no match possible before its last
+        // non-inner byte and no start after it, has nothing to simulate.
+        let idle = exact & !self.threaded & outer & !may & !tail;
+        let mut rest = exact & !idle;
         while rest != 0 {
             let i = rest.trailing_zeros() as usize;
             rest &= rest - 1;
@@ -1383,7 +1414,7 @@ impl Core {
                 self.advance(i, from, to, cache.as_mut());
             }
         }
-        active
+        active & !idle
     }
 
     /// The earliest start from which rule `i` could still match.
@@ -1882,6 +1913,19 @@ fn lead_holds(
             t[usize::from(prev.is_some_and(is_word_byte))][usize::from(is_word_byte(next))]
         }
         _ => looks.matches(look, bytes, j),
+    }
+}
+
+/// The class of a byte as the byte before a start, for
+/// [`LivePlan::first_mask`]: 0 for an ASCII non-word character (or no
+/// character: the start of the text), 1 for an ASCII word character, 2 for
+/// a byte of another character (the assertion is then left to the start).
+#[inline]
+fn class_of(b: u8) -> usize {
+    if b.is_ascii() {
+        usize::from(is_word_byte(b))
+    } else {
+        2
     }
 }
 
