@@ -87,8 +87,13 @@
 //!
 //! A push looks only at the rules it can concern: those with threads,
 //! unsearched starts or no automaton (a bitmask kept across pushes) and
-//! those that one of its bytes can start. Every other rule is idle, settled
-//! up to the end of the text scanned so far, and costs nothing.
+//! those that one of its bytes can start, where the rule's leading word
+//! assertion can hold (one table per class of the byte before: in prose,
+//! `\b(?:MRN|EHR|RX)` wakes only at words that begin with `m`, `e` or
+//! `r`). Of those, a rule without threads whose skipped text may hold no
+//! match and whose bytes after its last non-inner byte start nothing is
+//! not visited either. Every other rule is idle, settled up to the end of
+//! the text scanned so far, and costs nothing.
 //!
 //! The total work is linear in the text: each byte is fed to each rule's
 //! threads at most once (a rare replay after a committed match that live
