@@ -25,6 +25,14 @@ fn nonempty(v: Vec<String>) -> Vec<String> {
     v.into_iter().filter(|s| !s.is_empty()).collect()
 }
 
+/// Options that redact FATAL matches instead of blocking on them.
+fn redacting() -> StreamOptions {
+    StreamOptions {
+        block_on_fatal: false,
+        ..StreamOptions::default()
+    }
+}
+
 #[test]
 fn python_runtime_lookahead_28_in_chunks_of_4() {
     let e = builtin_only();
@@ -127,10 +135,7 @@ fn a_rule_looks_for_a_match_only_where_a_run_of_its_inner_bytes_has_room() {
 #[test]
 fn a_value_exactly_as_long_as_the_shortest_match_fills_its_piece() {
     let e = builtin_only();
-    let opts = StreamOptions {
-        block_on_fatal: false,
-        ..StreamOptions::default()
-    };
+    let opts = redacting();
     // Each piece is one value of its codon's shortest length, then letters
     // that end every digit rule's partial matches: the value lies in the
     // text the rules skip, whose longest run has just room for it.
@@ -151,10 +156,7 @@ fn a_value_exactly_as_long_as_the_shortest_match_fills_its_piece() {
 #[test]
 fn block_on_fatal_false_redacts_fatal_matches() {
     let e = builtin_only();
-    let opts = StreamOptions {
-        block_on_fatal: false,
-        ..StreamOptions::default()
-    };
+    let opts = redacting();
     let text = "card 4111 1111 1111 1111 and SSN 123-45-6789.";
     let (out, blocked) = run(&e, text, 5, opts);
     assert_eq!(blocked, None);
@@ -219,10 +221,7 @@ fn every_cut_of_mixed_texts_gives_the_redacted_text() {
     ] {
         let want = e.redacted_text(text);
         for size in 1..8 {
-            let opts = StreamOptions {
-                block_on_fatal: false,
-                ..StreamOptions::default()
-            };
+            let opts = redacting();
             let (out, blocked) = run(&e, text, size, opts);
             assert_eq!(blocked, None);
             assert_eq!(out.concat(), want, "{text:?} in pieces of {size}");
@@ -529,10 +528,7 @@ mod deferral {
     }
 
     fn releases(e: &Evaluator, pieces: &[String], defer: bool) -> (Vec<Released>, Option<String>) {
-        let mut s = e.stream(StreamOptions {
-            block_on_fatal: false,
-            ..StreamOptions::default()
-        });
+        let mut s = e.stream(redacting());
         s.core.defer = defer;
         let mut out: Vec<Released> = pieces.iter().map(|p| s.push(p)).collect();
         out.push(s.finish());
