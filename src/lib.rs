@@ -54,6 +54,7 @@ mod error;
 #[doc(hidden)]
 pub mod fuzzing;
 mod glob;
+mod json_text;
 mod license;
 mod manifest;
 mod pack;

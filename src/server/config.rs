@@ -45,6 +45,7 @@ const KEYS: &[(&str, Kind)] = &[
     ("reload.rescan_interval_s", Kind::Uint),
     ("limits.max_body_bytes", Kind::Uint),
     ("limits.max_batch_items", Kind::Uint),
+    ("limits.max_texts", Kind::Uint),
     ("limits.request_timeout_ms", Kind::Uint),
     ("limits.max_concurrency", Kind::Uint),
     ("limits.header_read_timeout_ms", Kind::Uint),
@@ -110,6 +111,8 @@ pub struct Limits {
     pub max_body_bytes: usize,
     /// Most items in one batch.
     pub max_batch_items: usize,
+    /// Most strings judged in one gateway body or LiteLLM call (SPEC §12.4).
+    pub max_texts: usize,
     /// Time a request may take, in ms.
     pub request_timeout_ms: u64,
     /// Requests served at once.
@@ -190,6 +193,7 @@ impl Config {
             limits: Limits {
                 max_body_bytes: 1024 * 1024,
                 max_batch_items: 256,
+                max_texts: 10_000,
                 request_timeout_ms: 5000,
                 max_concurrency: 1024,
                 header_read_timeout_ms: 5000,
@@ -489,6 +493,9 @@ fn build(m: &BTreeMap<&'static str, Raw>) -> Result<Config, Error> {
     }
     if let Some(n) = uint("limits.max_batch_items", 1)? {
         c.limits.max_batch_items = usize_of("limits.max_batch_items", n)?;
+    }
+    if let Some(n) = uint("limits.max_texts", 1)? {
+        c.limits.max_texts = usize_of("limits.max_texts", n)?;
     }
     if let Some(n) = uint("limits.request_timeout_ms", 1)? {
         c.limits.request_timeout_ms = n;

@@ -13,7 +13,8 @@
 //! - `litellm`: LiteLLM's generic guardrail API (SPEC §12.1);
 //! - `envoy`: Envoy's external authorization, HTTP service mode (SPEC §12.2);
 //! - [`ext_proc`]: Envoy's external processing over gRPC (SPEC §12.3);
-//! - `llm_body`: where the texts are in LLM request and reply bodies;
+//! - `gateway`: what the gateway routes share: judging every string of a
+//!   body (SPEC §12.4), the deciding decision, the refusal body;
 //! - [`listener`]: the accept loop: connection cap, header-read and idle timeouts;
 //! - [`healthcheck`]: the `helixor-pack healthcheck` probe client.
 
@@ -21,11 +22,11 @@ pub mod auth;
 pub mod config;
 mod envoy;
 pub mod ext_proc;
+mod gateway;
 pub mod generation;
 pub mod healthcheck;
 pub mod listener;
 mod litellm;
-mod llm_body;
 pub mod metrics;
 pub mod reload;
 pub mod routes;
