@@ -7,36 +7,71 @@
 //! # The view
 //!
 //! The text is cut into *segments*: a base character and everything that
-//! attaches to it (combining marks, canonical non-starters, default-ignorable
-//! code points, a character the previous one composes with), at most
-//! [`MAX_SEGMENT_CHARS`] code points. Each segment is normalized on its own:
-//! NFKC, then every decimal digit (General Category Nd) to its ASCII digit,
-//! default-ignorable code points removed, combining marks after an ASCII
-//! digit removed. A segment boundary depends only on the character before it
-//! and the one after, so the view of a prefix made of whole segments is a
-//! prefix of the view of every continuation: a stream session can normalize
-//! as the text arrives (holding back only the open segment) and sees the same
-//! view as an evaluation of the whole text.
+//! attaches to it (combining marks, canonical non-starters, format and
+//! control characters, default-ignorable code points, a character the
+//! previous one composes with), at most [`MAX_SEGMENT_CHARS`] code points.
+//! Each segment is normalized on its own:
+//!
+//! 1. characters whose `Numeric_Type` is `Digit` (`①`, `⑴`, `❶`, `²`) become
+//!    their ASCII digit, before NFKC, which would turn `⑴` into `(1)` (the
+//!    table is generated from Unicode data: `normalize/numeric_digit.rs`);
+//! 2. NFKC;
+//! 3. every decimal digit (General Category Nd) becomes its ASCII digit, and
+//!    every dash (Pd) and U+2212 MINUS SIGN becomes `-`;
+//! 4. default-ignorable code points, format (Cf) and control characters (Cc,
+//!    but tab, line feed and carriage return) and the combining marks left
+//!    after NFKC (Mn, Me) are removed, and so is any mark after an ASCII
+//!    digit (Mc too).
+//!
+//! Then the *word rule*: in a word (a maximal run of `\w` characters, as the
+//! regex crate defines them) whose characters do not share a script (their
+//! UTS #39 augmented script sets do not intersect: Common and Inherited
+//! characters such as digits and `_` go with any script, Han with Hiragana
+//! does), each non-Latin letter whose confusable skeleton (`unicode-security`)
+//! is made of Latin letters becomes that skeleton: Cyrillic `а` in `jаne`
+//! becomes `a`, and a look-alike no longer splits a value into a word the
+//! rules see and one they do not. Latin letters stay as written (the
+//! skeleton of `m` is `rn`), and a word of one script stays whole: Russian
+//! is not rewritten.
+//!
+//! A segment boundary depends only on the character before it and the one
+//! after, so the view of a prefix made of whole segments is a prefix of the
+//! view of every continuation. The word rule keeps that: once a word mixes
+//! scripts it stays mixed whatever follows, and a letter it can change waits
+//! only while its word has not yet mixed. A stream session thus normalizes as
+//! the text arrives (holding back the open segment, and from the first
+//! look-alike of a word that has not mixed yet to the word's end) and sees
+//! the same view as an evaluation of the whole text.
 //!
 //! Per-segment NFKC equals NFKC of the whole text except where the standard
 //! would compose across a boundary this cut does not see (a segment of more
 //! than 32 code points; conjoining jamo written as three code points are
-//! handled). Texts that are already NFKC, whatever their script, normalize to
-//! themselves segment by segment.
+//! handled). Texts that are already NFKC, whatever their script, and hold no
+//! dash, numeric digit, format or control character, mark, or look-alike in
+//! a word that mixes scripts, normalize to themselves.
+//!
+//! Nothing is decoded: percent-encoding, HTML entities, base64 and a
+//! spelled-out `(at)` are a policy's job (a rule can match them).
 //!
 //! # The map
 //!
 //! The view is a list of runs: an *identity* run (segments that normalized to
 //! themselves) maps each byte to the same byte shifted by a constant; a
-//! *block* run is one segment that changed, and any offset inside it maps to
-//! the whole segment. A match `[s, e)` of the view covers the original text
-//! from the start of the segment of `s` to the end of the segment of the
-//! character before `e`, so a redaction takes the joiners, soft hyphens and
-//! marks inside and just after the value with it.
+//! *block* run is one segment that changed (a look-alike the word rule
+//! replaced included), and any offset inside it maps to the whole segment. A
+//! match `[s, e)` of the view covers the original text from the start of the
+//! segment of `s` to the end of the segment of the character before `e`, so a
+//! redaction takes the joiners, soft hyphens, controls and marks inside and
+//! just after the value with it, and every look-alike letter of it.
 
+mod numeric_digit;
+
+use std::collections::HashMap;
 use unicode_normalization::char::{canonical_combining_class, compose, is_combining_mark};
 use unicode_normalization::{is_nfkc_quick, IsNormalized, UnicodeNormalization};
 use unicode_properties::{GeneralCategory, UnicodeGeneralCategory};
+use unicode_script::{Script, UnicodeScript};
+use unicode_security::mixed_script::AugmentedScriptSet;
 
 /// How a text is matched (SPEC §15): as written, or through the evasion view.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, serde::Deserialize)]
@@ -109,6 +144,50 @@ fn is_default_ignorable(c: char) -> bool {
     )
 }
 
+/// An ASCII byte the view keeps as it is: printable, tab, line feed or
+/// carriage return (every other ASCII control is removed).
+fn plain_byte(b: u8) -> bool {
+    matches!(b, 0x20..=0x7E | b'\t' | b'\n' | b'\r')
+}
+
+/// Whether every byte of `bytes` is [`plain_byte`]: the test every ASCII
+/// payload takes before any other work. No early exit inside a block, so
+/// the compiler can test a block's bytes at once (vector instructions).
+fn all_plain(bytes: &[u8]) -> bool {
+    bytes.chunks(64).all(|block| {
+        block.iter().fold(true, |ok, &b| {
+            ok & ((b.wrapping_sub(0x20) < 0x5F) | (b == b'\t') | (b == b'\n') | (b == b'\r'))
+        })
+    })
+}
+
+/// Whether the view removes `c` wherever it stands: default-ignorable code
+/// points, format characters (Cf) and controls (Cc) but tab, line feed and
+/// carriage return.
+fn is_removed(c: char) -> bool {
+    if c.is_ascii() {
+        return !plain_byte(c as u8);
+    }
+    is_default_ignorable(c)
+        || matches!(
+            c.general_category(),
+            GeneralCategory::Format | GeneralCategory::Control
+        )
+}
+
+/// A combining mark that the view removes wherever it stands (Mn, Me).
+fn is_removed_mark(c: char) -> bool {
+    matches!(
+        c.general_category(),
+        GeneralCategory::NonspacingMark | GeneralCategory::EnclosingMark
+    )
+}
+
+/// Dash punctuation (Pd) and U+2212 MINUS SIGN, which the view writes `-`.
+fn is_dash(c: char) -> bool {
+    c == '\u{2212}' || c.general_category() == GeneralCategory::DashPunctuation
+}
+
 fn is_decimal(c: char) -> bool {
     c.general_category() == GeneralCategory::DecimalNumber
 }
@@ -135,76 +214,297 @@ fn ascii_digit(c: char) -> Option<char> {
     char::from_digit(before % 10, 10)
 }
 
+/// The ASCII digit of a character whose `Numeric_Type` is `Digit` (`①`,
+/// `⑴`, `❶`, superscripts): a generated table, as no crate has the property.
+fn numeric_digit(c: char) -> Option<char> {
+    let cp = u32::from(c);
+    // The first entry is U+00B2: every ASCII and Latin-1 letter leaves here.
+    if cp < 0xB2 {
+        return None;
+    }
+    let runs = &numeric_digit::RUNS;
+    let k = runs.partition_point(|&(first, _, _)| first <= cp);
+    let &(first, last, zero) = runs.get(k.checked_sub(1)?)?;
+    if cp > last {
+        return None;
+    }
+    char::from_digit(u32::from(zero) + (cp - first), 10)
+}
+
 /// Whether `c` attaches to the segment that ends with `last` (and so does
 /// not begin a segment of its own).
 fn attaches(last: char, c: char) -> bool {
     if c.is_ascii() {
-        return false;
+        // An ASCII control goes with the character before it, as a joiner
+        // does; every other ASCII character begins a segment.
+        return !plain_byte(c as u8);
     }
     is_combining_mark(c)
-        || is_default_ignorable(c)
+        || is_removed(c)
         || canonical_combining_class(c) != 0
         || compose(last, c).is_some()
         // A trailing jamo composes with the syllable a vowel jamo made.
         || (matches!(u32::from(last), 0x1161..=0x1175) && matches!(u32::from(c), 0x11A8..=0x11C2))
 }
 
-/// Whether `c` is *inert*: the view keeps it as it is whatever surrounds it
-/// (a starter that NFKC leaves alone, neither a mark, nor default-ignorable,
-/// nor a decimal digit). A text of ASCII and inert characters is its own
-/// view.
-fn is_inert_slow(c: char) -> bool {
+/// Whether steps 1 to 4 of the view keep `c` as it is whatever surrounds it:
+/// a starter that NFKC leaves alone, neither a mark, a digit of any kind, a
+/// dash, nor a character the view removes.
+fn keeps(c: char) -> bool {
     canonical_combining_class(c) == 0
         && !is_combining_mark(c)
-        && !is_default_ignorable(c)
+        && !is_removed(c)
         && !is_decimal(c)
+        && !is_dash(c)
+        && numeric_digit(c).is_none()
         && is_nfkc_quick(std::iter::once(c)) == IsNormalized::Yes
 }
 
-/// Blocks of the BMP whose every code point is inert (Lo or Co letters with
-/// no decomposition): CJK Unified Ideographs, Hangul syllables, private use.
-/// The table takes them whole instead of asking the slow test 38,000 times
-/// (a test checks them one by one).
+/// Whether `c` is a *look-alike*: a letter of another script than Latin
+/// whose UTS #39 confusable skeleton is made of Latin letters (Cyrillic `а`,
+/// `е`, `х`, Greek `ο`). The word rule replaces it inside a word that mixes
+/// scripts.
+fn is_lookalike_slow(c: char) -> bool {
+    if c.is_ascii() || !c.is_alphabetic() {
+        return false;
+    }
+    if matches!(
+        c.script(),
+        Script::Latin | Script::Common | Script::Inherited
+    ) {
+        return false;
+    }
+    let mut buf = [0u8; 4];
+    let mut n = 0;
+    for s in unicode_security::skeleton(c.encode_utf8(&mut buf)) {
+        if s == c || s.script() != Script::Latin || !s.is_alphabetic() {
+            return false;
+        }
+        n += 1;
+    }
+    n > 0
+}
+
+/// Writes the Latin skeleton of the look-alike `c` to `out`.
+fn push_skeleton(c: char, out: &mut String) {
+    let mut buf = [0u8; 4];
+    out.extend(unicode_security::skeleton(c.encode_utf8(&mut buf)));
+}
+
+/// Whether `c` is *inert*: the view keeps it as it is whatever surrounds it
+/// (steps 1 to 4 keep it, and it is no look-alike). A text of ASCII printable
+/// and inert characters is its own view.
+fn is_inert_slow(c: char) -> bool {
+    keeps(c) && !is_lookalike_slow(c)
+}
+
+/// Blocks of the BMP whose every code point steps 1 to 4 keep (Lo or Co
+/// letters with no decomposition): CJK Unified Ideographs, Hangul syllables,
+/// private use. Within a block every code point has the script set and the
+/// word class of its first (a test checks all three); only the look-alike
+/// test is asked of each.
 const INERT_BLOCKS: [(u32, u32); 3] = [(0x4E00, 0x9FFF), (0xAC00, 0xD7A3), (0xE000, 0xF8FF)];
 
-/// [`is_inert_slow`] for every code point of the Basic Multilingual Plane,
-/// one bit each (8 KiB, built once, at the first non-ASCII text the view is
-/// asked about, or by [`warm`]): the normalization crate's quick check costs
-/// about 150 instructions a character, a bit test a few.
-fn inert_bmp() -> &'static [u64] {
-    static BITS: std::sync::OnceLock<Vec<u64>> = std::sync::OnceLock::new();
-    BITS.get_or_init(|| {
-        let mut bits = vec![0u64; 1024];
-        let mut cp = 0x80u32;
+/// Script classes are indexes into [`Tables::sets`]; this one means "ask
+/// the script crate" (more distinct sets than a byte holds).
+const COMPLEX: u8 = u8::MAX;
+
+/// What the view needs to know of every code point of the Basic
+/// Multilingual Plane, built once (about 10 ms, at the first non-ASCII text
+/// the view is asked about, or by [`warm`]): the crates' lookups cost a
+/// binary search or more per character, a table a load.
+struct Tables {
+    /// Inert code points, one bit each.
+    inert: Vec<u64>,
+    /// Look-alikes ([`is_lookalike_slow`]).
+    look_all: Vec<u64>,
+    /// Look-alikes that steps 1 to 4 keep: inert but for the word rule.
+    look: Vec<u64>,
+    /// Word characters (`\w` of the regex crate).
+    word: Vec<u64>,
+    /// Script class of every code point: an index into `sets`, or [`COMPLEX`].
+    class: Vec<u8>,
+    /// The distinct UTS #39 augmented script sets of the BMP.
+    sets: Vec<AugmentedScriptSet>,
+}
+
+fn bit(bits: &[u64], cp: u32) -> bool {
+    bits.get((cp / 64) as usize)
+        .is_some_and(|w| w & (1 << (cp % 64)) != 0)
+}
+
+fn set_bit(bits: &mut [u64], cp: u32) {
+    if let Some(w) = bits.get_mut((cp / 64) as usize) {
+        *w |= 1 << (cp % 64);
+    }
+}
+
+fn is_word_slow(c: char) -> bool {
+    // The regex crate's own definition, so that words are what `\b` sees.
+    regex_syntax::try_is_word_character(c).unwrap_or(false)
+}
+
+impl Tables {
+    fn build() -> Self {
+        let mut t = Tables {
+            inert: vec![0; 1024],
+            look_all: vec![0; 1024],
+            look: vec![0; 1024],
+            word: vec![0; 1024],
+            class: vec![COMPLEX; 0x1_0000],
+            sets: Vec::new(),
+        };
+        let mut index: HashMap<AugmentedScriptSet, u8> = HashMap::new();
+        // Neighbours mostly share a script: the last set answers first.
+        let mut previous: Option<(AugmentedScriptSet, u8)> = None;
+        let mut class_of = |t: &mut Tables, c: char| -> u8 {
+            let set = AugmentedScriptSet::for_char(c);
+            if let Some((p, k)) = previous {
+                if p == set {
+                    return k;
+                }
+            }
+            let k = match index.get(&set) {
+                Some(&k) => k,
+                None => match u8::try_from(t.sets.len()) {
+                    Ok(k) if k < COMPLEX => {
+                        t.sets.push(set);
+                        index.insert(set, k);
+                        k
+                    }
+                    _ => COMPLEX,
+                },
+            };
+            previous = Some((set, k));
+            k
+        };
+        let mut cp = 0u32;
         while cp < 0x1_0000 {
-            if let Some(&(_, last)) = INERT_BLOCKS.iter().find(|(first, _)| *first == cp) {
-                for c in cp..=last {
-                    bits[(c / 64) as usize] |= 1 << (c % 64);
+            let Some(c) = char::from_u32(cp) else {
+                cp += 1;
+                continue;
+            };
+            if let Some(&(first, last)) = INERT_BLOCKS.iter().find(|(first, _)| *first == cp) {
+                let k = class_of(&mut t, c);
+                let word = is_word_slow(c);
+                for b in first..=last {
+                    // A few ideographs look like Latin letters (U+4E05 like T).
+                    let look = char::from_u32(b).is_some_and(is_lookalike_slow);
+                    set_bit(if look { &mut t.look } else { &mut t.inert }, b);
+                    if look {
+                        set_bit(&mut t.look_all, b);
+                    }
+                    if word {
+                        set_bit(&mut t.word, b);
+                    }
+                    if let Some(slot) = t.class.get_mut(b as usize) {
+                        *slot = k;
+                    }
                 }
                 cp = last + 1;
                 continue;
             }
-            if char::from_u32(cp).is_some_and(is_inert_slow) {
-                bits[(cp / 64) as usize] |= 1 << (cp % 64);
+            let k = class_of(&mut t, c);
+            if let Some(slot) = t.class.get_mut(cp as usize) {
+                *slot = k;
+            }
+            if is_word_slow(c) {
+                set_bit(&mut t.word, cp);
+            }
+            if cp >= 0x80 {
+                let look = is_lookalike_slow(c);
+                if look {
+                    set_bit(&mut t.look_all, cp);
+                }
+                if keeps(c) {
+                    set_bit(if look { &mut t.look } else { &mut t.inert }, cp);
+                }
             }
             cp += 1;
         }
-        bits
-    })
+        t
+    }
+
+    /// Whether `c` is inert ([`is_inert_slow`]).
+    fn inert(&self, c: char) -> bool {
+        let cp = u32::from(c);
+        if cp < 0x1_0000 {
+            bit(&self.inert, cp)
+        } else {
+            is_inert_slow(c)
+        }
+    }
+
+    /// Whether `c` is a look-alike that steps 1 to 4 keep.
+    fn kept_lookalike(&self, c: char) -> bool {
+        let cp = u32::from(c);
+        if cp < 0x1_0000 {
+            bit(&self.look, cp)
+        } else {
+            keeps(c) && is_lookalike_slow(c)
+        }
+    }
+
+    /// Whether `c` is a look-alike ([`is_lookalike_slow`]).
+    fn lookalike(&self, c: char) -> bool {
+        let cp = u32::from(c);
+        if cp < 0x1_0000 {
+            bit(&self.look_all, cp)
+        } else {
+            is_lookalike_slow(c)
+        }
+    }
+
+    /// Whether `c` is a word character (`\w`).
+    fn word(&self, c: char) -> bool {
+        let cp = u32::from(c);
+        if cp < 0x1_0000 {
+            bit(&self.word, cp)
+        } else {
+            is_word_slow(c)
+        }
+    }
+
+    /// The UTS #39 augmented script set of `c`.
+    fn scripts(&self, c: char) -> AugmentedScriptSet {
+        let k = self
+            .class
+            .get(u32::from(c) as usize)
+            .copied()
+            .unwrap_or(COMPLEX);
+        match self.sets.get(usize::from(k)) {
+            Some(set) => *set,
+            None => AugmentedScriptSet::for_char(c),
+        }
+    }
 }
 
-/// Builds the view's character table now (about 4 ms once per process),
-/// so that no request pays for it: a server whose `engine.normalize` is
+fn tables() -> &'static Tables {
+    static TABLES: std::sync::OnceLock<Tables> = std::sync::OnceLock::new();
+    TABLES.get_or_init(Tables::build)
+}
+
+/// Builds the view's character tables now (about 10 ms once per process),
+/// so that no request pays for them: a server whose `engine.normalize` is
 /// `evasion` calls it at start-up.
 pub fn warm() {
-    inert_bmp();
+    tables();
 }
 
-fn is_inert(c: char, bmp: &[u64]) -> bool {
-    let cp = u32::from(c);
-    match bmp.get((cp / 64) as usize) {
-        Some(word) => word & (1 << (cp % 64)) != 0,
-        None => is_inert_slow(c),
+/// The script set of a word so far (ALL outside a word: Common), and
+/// whether it has mixed.
+#[derive(Debug, Clone, Copy, Default)]
+struct WordScripts(AugmentedScriptSet);
+
+impl WordScripts {
+    fn reset(&mut self) {
+        self.0 = AugmentedScriptSet::default();
+    }
+
+    /// Adds a word character; returns whether the word has mixed scripts.
+    fn add(&mut self, set: AugmentedScriptSet) -> bool {
+        self.0.intersect_with(set);
+        self.0.is_empty()
     }
 }
 
@@ -212,11 +512,58 @@ fn is_inert(c: char, bmp: &[u64]) -> bool {
 /// text with nothing to normalize never builds a view. `false` is exact (the
 /// text is its own view); `true` means a view must be built to know.
 pub(crate) fn may_change(text: &str) -> bool {
-    if text.is_ascii() {
+    if all_plain(text.as_bytes()) {
         return false;
     }
-    let bmp = inert_bmp();
-    !text.chars().all(|c| c.is_ascii() || is_inert(c, bmp))
+    let t = tables();
+    let mut looks = false;
+    for c in text.chars() {
+        if c.is_ascii() {
+            if !plain_byte(c as u8) {
+                return true;
+            }
+        } else if !t.inert(c) {
+            if !t.kept_lookalike(c) {
+                return true;
+            }
+            looks = true;
+        }
+    }
+    // Every character is kept by steps 1 to 4: the text changes only if a
+    // word with a look-alike mixes scripts.
+    looks && mixes_with_lookalike(text, t)
+}
+
+/// Whether a word of `text` mixes scripts and holds a look-alike.
+fn mixes_with_lookalike(text: &str, t: &Tables) -> bool {
+    let latin = t.scripts('a');
+    let mut scripts = WordScripts::default();
+    let mut look = false;
+    for c in text.chars() {
+        let (word, set) = if c.is_ascii() {
+            let b = c as u8;
+            (
+                regex_syntax::is_word_byte(b),
+                if b.is_ascii_alphabetic() {
+                    latin
+                } else {
+                    AugmentedScriptSet::default()
+                },
+            )
+        } else {
+            (t.word(c), t.scripts(c))
+        };
+        if !word {
+            scripts.reset();
+            look = false;
+            continue;
+        }
+        look |= !c.is_ascii() && t.kept_lookalike(c);
+        if scripts.add(set) && look {
+            return true;
+        }
+    }
+    false
 }
 
 /// Where one part of the view comes from (offsets in bytes).
@@ -290,9 +637,75 @@ impl ViewMap {
     }
 }
 
+/// A segment whose view waits for the word rule.
+#[derive(Debug, Clone, Copy)]
+struct HeldSegment {
+    /// Original bytes `[at, at + len)`.
+    at: usize,
+    len: usize,
+    /// End of its view in [`Held::text`].
+    end: usize,
+    /// Whether its view is the original text.
+    same: bool,
+}
+
+/// The view from the first look-alike of a word that has not mixed scripts
+/// yet: it changes if a later letter of the word is of another script, and
+/// is written as it is if the word ends first.
+#[derive(Debug, Default)]
+struct Held {
+    segments: Vec<HeldSegment>,
+    text: String,
+    /// Offsets in `text` of the word's look-alikes, ascending.
+    pending: Vec<usize>,
+    /// Whether the word rule changed the segment being added.
+    changed_open: bool,
+}
+
+impl Held {
+    /// The word has mixed scripts: its waiting look-alikes become their
+    /// skeletons. Only the text from the first of them is rewritten, once
+    /// (the held text is written out right after).
+    fn replace_pending(&mut self) {
+        let Some(&first) = self.pending.first() else {
+            return;
+        };
+        let tail = self.text.split_off(first);
+        let mut from = 0;
+        let mut pending = self.pending.drain(..).map(|p| p - first).peekable();
+        for seg in self.segments.iter_mut().filter(|s| s.end > first) {
+            let end = seg.end - first;
+            while let Some(p) = pending.next_if(|&p| p < end) {
+                self.text.push_str(&tail[from..p]);
+                let Some(c) = tail[p..].chars().next() else {
+                    break;
+                };
+                push_skeleton(c, &mut self.text);
+                from = p + c.len_utf8();
+                seg.same = false;
+            }
+            self.text.push_str(&tail[from..end]);
+            from = end;
+            seg.end = self.text.len();
+        }
+        // Look-alikes of the segment being added.
+        for p in pending {
+            self.text.push_str(&tail[from..p]);
+            let Some(c) = tail[p..].chars().next() else {
+                break;
+            };
+            push_skeleton(c, &mut self.text);
+            from = p + c.len_utf8();
+            self.changed_open = true;
+        }
+        self.text.push_str(&tail[from..]);
+    }
+}
+
 /// Builds the view of a text that arrives in pieces: the view of every whole
 /// segment pushed so far, the last (open) segment held until the character
-/// after it shows that it is complete.
+/// after it shows that it is complete, and the segments from a look-alike
+/// held while its word may still mix scripts.
 #[derive(Debug, Default)]
 pub(crate) struct Normalizer {
     /// The open segment and its original offset.
@@ -300,19 +713,26 @@ pub(crate) struct Normalizer {
     open_at: usize,
     open_chars: usize,
     last: Option<char>,
-    /// Whether the last character written to the view is an ASCII digit.
+    /// Whether the last character of steps 1 to 4 is an ASCII digit.
     after_digit: bool,
     /// View bytes written so far.
     view_len: usize,
     /// Whether some segment's view differed from it.
     changed: bool,
+    /// Reused: a segment after step 1, after NFKC, after step 4.
+    pre: String,
     scratch: String,
+    step4: String,
+    /// The word the view is in.
+    scripts: WordScripts,
+    held: Held,
 }
 
 impl Normalizer {
-    /// Original bytes in whole segments (whose view has been written).
+    /// Original bytes whose view has been written (whole segments that no
+    /// word waits for).
     pub(crate) fn complete(&self) -> usize {
-        self.open_at
+        self.held.segments.first().map_or(self.open_at, |s| s.at)
     }
 
     /// View bytes written so far.
@@ -332,17 +752,13 @@ impl Normalizer {
         let bytes = piece.as_bytes();
         let mut i = 0;
         while i < piece.len() {
-            if bytes[i].is_ascii() {
-                // An ASCII character begins a segment, so an ASCII run up to
-                // its last character is whole segments of themselves.
-                let run = bytes[i..].iter().take_while(|b| b.is_ascii()).count();
+            if plain_byte(bytes[i]) {
+                // A plain ASCII character begins a segment, so a run of them
+                // up to its last character is whole segments of themselves.
+                let run = bytes[i..].iter().take_while(|&&b| plain_byte(b)).count();
                 self.close(view, map);
                 if run > 1 {
-                    let body = &piece[i..i + run - 1];
-                    map.push_identity(self.view_len, base + i);
-                    view.push_str(body);
-                    self.view_len += body.len();
-                    self.after_digit = body.as_bytes()[body.len() - 1].is_ascii_digit();
+                    self.ascii(&piece[i..i + run - 1], base + i, view, map);
                 }
                 let lastc = char::from(bytes[i + run - 1]);
                 self.open_at = base + i + run - 1;
@@ -369,50 +785,199 @@ impl Normalizer {
         }
     }
 
-    /// Ends the text: the open segment is complete.
+    /// Ends the text: the open segment is complete, and so is the last word.
     pub(crate) fn finish(&mut self, view: &mut String, map: &mut ViewMap) {
         self.close(view, map);
+        self.held.pending.clear();
+        self.write_held(view, map);
     }
 
-    /// Writes the open segment's view and run, and empties it.
+    /// Writes the open segment's view and run (or holds them for the word
+    /// rule), and empties it.
     fn close(&mut self, view: &mut String, map: &mut ViewMap) {
         if self.open.is_empty() {
             return;
         }
         let at = self.open_at;
         let seg_len = self.open.len();
-        let start = view.len();
-        self.scratch.clear();
-        if self.open.is_ascii() || is_nfkc_quick(self.open.chars()) == IsNormalized::Yes {
-            self.scratch.push_str(&self.open);
+        // Step 1, before NFKC.
+        let src = if self.open.chars().any(|c| numeric_digit(c).is_some()) {
+            self.pre.clear();
+            let open = &self.open;
+            self.pre
+                .extend(open.chars().map(|c| numeric_digit(c).unwrap_or(c)));
+            &self.pre
         } else {
-            self.scratch.extend(self.open.nfkc());
+            &self.open
+        };
+        // Step 2.
+        self.scratch.clear();
+        if src.is_ascii() || is_nfkc_quick(src.chars()) == IsNormalized::Yes {
+            self.scratch.push_str(src);
+        } else {
+            self.scratch.extend(src.nfkc());
         }
+        // Steps 3 and 4.
+        let t = tables();
+        self.step4.clear();
         for d in self.scratch.chars() {
-            if is_default_ignorable(d) || (self.after_digit && is_combining_mark(d)) {
-                continue;
-            }
-            let d = ascii_digit(d).unwrap_or(d);
-            view.push(d);
+            let d = if d.is_ascii() {
+                if !plain_byte(d as u8) {
+                    continue;
+                }
+                d
+            } else if t.inert(d) || t.kept_lookalike(d) {
+                d
+            } else {
+                if is_removed(d) || is_removed_mark(d) || (self.after_digit && is_combining_mark(d))
+                {
+                    continue;
+                }
+                match ascii_digit(d).or_else(|| numeric_digit(d)) {
+                    Some(a) => a,
+                    None if is_dash(d) => '-',
+                    None => d,
+                }
+            };
+            self.step4.push(d);
             self.after_digit = d.is_ascii_digit();
         }
-        let written = view.len() - start;
-        if view[start..] == self.open[..] {
-            map.push_identity(self.view_len, at);
-        } else {
-            self.changed = true;
-            if written > 0 {
-                map.runs.push(Run {
-                    view: self.view_len,
-                    orig: at,
-                    end: Some(at + seg_len),
-                });
-            }
-        }
-        self.view_len += written;
+        let same = self.step4 == self.open;
+        let step4 = std::mem::take(&mut self.step4);
+        self.add(at, seg_len, &step4, same, view, map);
+        self.step4 = step4;
         self.open_at = at + seg_len;
         self.open.clear();
         self.open_chars = 0;
+    }
+
+    /// The word rule over the view `text` of original bytes `[at, at + len)`
+    /// (`same`: the view is those bytes): written out at once unless a
+    /// look-alike of a word that has not mixed yet waits in it or before it.
+    fn add(
+        &mut self,
+        at: usize,
+        len: usize,
+        text: &str,
+        same: bool,
+        view: &mut String,
+        map: &mut ViewMap,
+    ) {
+        let t = tables();
+        self.held.changed_open = false;
+        for d in text.chars() {
+            self.word_char(d, t);
+        }
+        self.held.segments.push(HeldSegment {
+            at,
+            len,
+            end: self.held.text.len(),
+            same: same && !self.held.changed_open,
+        });
+        if self.held.pending.is_empty() {
+            self.write_held(view, map);
+        }
+    }
+
+    /// One view character through the word rule, to the held text.
+    fn word_char(&mut self, d: char, t: &Tables) {
+        let (word, set) = if d.is_ascii() {
+            let b = d as u8;
+            let set = if b.is_ascii_alphabetic() {
+                t.scripts('a')
+            } else {
+                AugmentedScriptSet::default()
+            };
+            (regex_syntax::is_word_byte(b), set)
+        } else {
+            (t.word(d), t.scripts(d))
+        };
+        if !word {
+            // The word ended with one script: its look-alikes stay.
+            self.held.pending.clear();
+            self.scripts.reset();
+            self.held.text.push(d);
+            return;
+        }
+        let mixed = self.scripts.add(set);
+        if mixed && !self.held.pending.is_empty() {
+            self.held.replace_pending();
+        }
+        if !t.lookalike(d) {
+            self.held.text.push(d);
+        } else if mixed {
+            push_skeleton(d, &mut self.held.text);
+            self.held.changed_open = true;
+        } else {
+            self.held.pending.push(self.held.text.len());
+            self.held.text.push(d);
+        }
+    }
+
+    /// A run of plain ASCII `body` at original offset `at`: its own view.
+    fn ascii(&mut self, body: &str, at: usize, view: &mut String, map: &mut ViewMap) {
+        let after_digit = body.as_bytes().last().is_some_and(u8::is_ascii_digit);
+        let (mut body, mut at) = (body, at);
+        while !self.held.pending.is_empty() && !body.is_empty() {
+            // The waiting word is decided by its next letter (Latin: it
+            // mixes) or its end; digits and `_` leave it open.
+            let k = body
+                .bytes()
+                .position(|b| !(b.is_ascii_digit() || b == b'_'))
+                .map_or(body.len(), |k| k + 1);
+            let (head, rest) = body.split_at(k);
+            self.add(at, head.len(), head, true, view, map);
+            body = rest;
+            at += head.len();
+        }
+        self.after_digit = after_digit;
+        if body.is_empty() {
+            return;
+        }
+        // Nothing waits: the view is written at once, and only the word the
+        // run ends in matters to what follows.
+        let bytes = body.as_bytes();
+        let latin = tables().scripts('a');
+        match bytes.iter().rposition(|&b| !regex_syntax::is_word_byte(b)) {
+            Some(k) => {
+                self.scripts.reset();
+                if bytes[k + 1..].iter().any(u8::is_ascii_alphabetic) {
+                    self.scripts.add(latin);
+                }
+            }
+            None => {
+                if bytes.iter().any(u8::is_ascii_alphabetic) {
+                    self.scripts.add(latin);
+                }
+            }
+        }
+        map.push_identity(self.view_len, at);
+        view.push_str(body);
+        self.view_len += body.len();
+    }
+
+    /// Writes out every held segment.
+    fn write_held(&mut self, view: &mut String, map: &mut ViewMap) {
+        let mut from = 0;
+        for seg in self.held.segments.drain(..) {
+            let text = &self.held.text[from..seg.end];
+            if seg.same {
+                map.push_identity(self.view_len, seg.at);
+            } else {
+                self.changed = true;
+                if !text.is_empty() {
+                    map.runs.push(Run {
+                        view: self.view_len,
+                        orig: seg.at,
+                        end: Some(seg.at + seg.len),
+                    });
+                }
+            }
+            view.push_str(text);
+            self.view_len += text.len();
+            from = seg.end;
+        }
+        self.held.text.clear();
     }
 }
 
@@ -462,11 +1027,37 @@ mod tests {
         View::of(text).map_or_else(|| text.to_string(), |v| v.text)
     }
 
+    /// The view built without the `may_change` shortcut.
+    fn built(text: &str) -> (String, ViewMap, bool) {
+        let (mut v, mut map, mut n) = (String::new(), ViewMap::default(), Normalizer::default());
+        n.push(text, &mut v, &mut map);
+        n.finish(&mut v, &mut map);
+        (v, map, n.changed())
+    }
+
     fn spans(text: &str, s: usize, e: usize) -> String {
         let v = View::of(text).map(|v| v.map).unwrap_or_default();
         let (a, b) = v.span(s, e);
         text[a..b].to_string()
     }
+
+    /// The original text each match of `pattern` in the view covers.
+    fn matched(text: &str, pattern: &str) -> Vec<String> {
+        let re = regex::Regex::new(pattern).unwrap_or_else(|e| panic!("{e}"));
+        let v = View::of(text);
+        let (vt, map) = match &v {
+            Some(v) => (v.text.as_str(), Some(&v.map)),
+            None => (text, None),
+        };
+        re.find_iter(vt)
+            .map(|m| {
+                let (a, b) = map.map_or((m.start(), m.end()), |map| map.span(m.start(), m.end()));
+                text[a..b].to_string()
+            })
+            .collect()
+    }
+
+    const EMAIL: &str = r"(?i)\b[a-zA-Z0-9_.+-]+@[a-zA-Z0-9-]+\.[a-zA-Z0-9-.]+\b";
 
     #[test]
     fn the_issue_evasions_normalize_to_the_ascii_value() {
@@ -485,6 +1076,177 @@ mod tests {
     }
 
     #[test]
+    fn dashes_become_hyphen_minus() {
+        for dash in [
+            '\u{2010}', '\u{2011}', '\u{2012}', '\u{2013}', '\u{2014}', '\u{2015}', '\u{2212}',
+            '\u{FE58}', '\u{FE63}', '\u{FF0D}', '\u{2E3A}', '\u{301C}', '\u{58A}',
+        ] {
+            let t = format!("123{dash}45{dash}6789");
+            assert_eq!(view(&t), "123-45-6789", "U+{:04X}", u32::from(dash));
+        }
+        // The value's span covers the dashes of the original.
+        let t = "SSN 123\u{2014}45\u{2212}6789.";
+        assert_eq!(view(t), "SSN 123-45-6789.");
+        assert_eq!(spans(t, 4, 15), "123\u{2014}45\u{2212}6789");
+        // Other punctuation stays.
+        assert_eq!(view("a\u{2022}b\u{2026}"), "a\u{2022}b...");
+    }
+
+    #[test]
+    fn numeric_type_digits_become_ascii_digits_before_nfkc() {
+        assert_eq!(view("⑴⑵⑶-⑷⑸-⑹⑺⑻⑼"), "123-45-6789");
+        assert_eq!(view("❶❷❸-❹❺-❻❼❽❾"), "123-45-6789");
+        assert_eq!(view("①②③-④⑤-⑥⑦⑧⑨"), "123-45-6789");
+        assert_eq!(view("⒈⒉⒊ ⓪ ⓿ ➀ ➊ ⓵"), "123 0 0 1 1 1");
+        assert_eq!(view("x²₃¹"), "x231");
+        assert_eq!(view("፩፪"), "12");
+        // Numeric_Type Numeric, not Digit: NFKC's reading stays.
+        assert_eq!(view("⑽⑩"), "(10)10");
+        assert_eq!(numeric_digit('⑴'), Some('1'));
+        assert_eq!(numeric_digit('❾'), Some('9'));
+        assert_eq!(numeric_digit('\u{1F101}'), Some('0'));
+        assert_eq!(numeric_digit('\u{1F10A}'), Some('9'));
+        assert_eq!(numeric_digit('⑽'), None);
+        assert_eq!(numeric_digit('5'), None);
+        assert_eq!(numeric_digit('٣'), None, "Nd is Decimal, not Digit");
+        // Spans cover the original symbols.
+        let t = "id ⑴⑵⑶-⑷⑸-⑹⑺⑻⑼ ok";
+        assert_eq!(spans(t, 3, 14), "⑴⑵⑶-⑷⑸-⑹⑺⑻⑼");
+    }
+
+    #[test]
+    fn the_numeric_digit_table_is_sound() {
+        use numeric_digit::RUNS;
+        let v = unicode_normalization::UNICODE_VERSION;
+        assert_eq!(
+            numeric_digit::UNICODE_VERSION,
+            format!("{}.{}.{}", v.0, v.1, v.2),
+            "regenerate the table with scripts/gen-numeric-digit.py"
+        );
+        let mut count = 0;
+        for (k, &(first, last, zero)) in RUNS.iter().enumerate() {
+            assert!(first <= last && u32::from(zero) + (last - first) <= 9);
+            if let Some(&(next, _, _)) = RUNS.get(k + 1) {
+                assert!(last < next, "sorted and disjoint");
+            }
+            for cp in first..=last {
+                let c = char::from_u32(cp).unwrap_or('\0');
+                count += 1;
+                assert_eq!(c.general_category(), GeneralCategory::OtherNumber);
+                let d = numeric_digit(c).unwrap_or('?');
+                assert_eq!(d.to_digit(10), Some(u32::from(zero) + cp - first));
+                // Where NFKC reads a digit into it, it reads the same one.
+                let nfkc: String = c.to_string().nfkc().collect();
+                if let Some(n) = nfkc.chars().find(char::is_ascii_digit) {
+                    assert_eq!(n, d, "U+{cp:04X}");
+                }
+            }
+            if RUNS.get(k + 1).is_none_or(|r| r.0 != last + 1) {
+                assert_eq!(
+                    numeric_digit(char::from_u32(last + 1).unwrap_or('\0')),
+                    None
+                );
+            }
+        }
+        assert_eq!(count, 128);
+    }
+
+    #[test]
+    fn format_and_control_characters_are_removed() {
+        assert_eq!(view("123-45\u{0}-6789"), "123-45-6789");
+        assert_eq!(view("123-45-67\u{FFF9}89"), "123-45-6789");
+        assert_eq!(
+            view("1\u{1}2\u{1B}3\u{7F}4\u{85}5\u{600}6\u{FFFB}7"),
+            "1234567"
+        );
+        assert_eq!(view("a\tb\nc\r\nd"), "a\tb\nc\r\nd");
+        // A control goes with the character before it: a match ending at
+        // that character takes it, one starting after it does not.
+        let t = "x 123-45\u{0}-6789\u{0} y";
+        assert_eq!(view(t), "x 123-45-6789 y");
+        assert_eq!(spans(t, 2, 13), "123-45\u{0}-6789\u{0}");
+        assert!(may_change("plain\u{0}ascii"));
+        assert!(may_change("bell\u{7}"));
+        assert!(!may_change("tab\tnewline\ncr\r"));
+    }
+
+    #[test]
+    fn marks_left_after_nfkc_are_removed() {
+        assert_eq!(view("123-\u{301}45-\u{301}6789"), "123-45-6789");
+        assert_eq!(view("4111 \u{301}1111 1111 1111"), "4111 1111 1111 1111");
+        assert_eq!(view("x\u{301}y\u{20DD}"), "xy");
+        // NFKC composes first: an accent with a precomposed letter stays.
+        assert_eq!(view("e\u{301}"), "é");
+        assert_eq!(view("a\u{308}"), "ä");
+        // Spacing marks (Mc) stay, but not after a digit; Mn goes.
+        assert_eq!(view("हिन्दी"), "हिनदी");
+        assert_eq!(view("5\u{93F}x"), "5x");
+        let t = "card 4111 \u{301}1111 1111 1111.";
+        assert_eq!(spans(t, 5, 24), "4111 \u{301}1111 1111 1111");
+    }
+
+    #[test]
+    fn lookalikes_in_words_that_mix_scripts_become_latin() {
+        // Cyrillic а, е, х and Greek ο inside Latin words.
+        assert_eq!(
+            view("j\u{430}ne.d\u{3BF}e@\u{435}\u{445}ample.com"),
+            "jane.doe@example.com"
+        );
+        assert_eq!(view("jan\u{435}.doe@example.com"), "jane.doe@example.com");
+        assert_eq!(view("\u{420}ay\u{420}al"), "PayPal");
+        // Latin letters stay as written (the skeleton of m is rn).
+        assert_eq!(view("m\u{430}il"), "mail");
+        // Words of one script stay, whatever they look like.
+        for t in [
+            "Ещё раз спасибо",
+            "\u{430}\u{445}",
+            "δοκιμή",
+            "会議は午後三時",
+            "Tokyoの会議",
+            "\u{430}\u{445}123 \u{430}\u{445}_1",
+        ] {
+            assert!(!may_change(t), "{t:?}");
+            assert_eq!(built(t).0, t, "{t:?}");
+        }
+        // Digits and `_` do not mix a word; a Latin letter does.
+        assert_eq!(view("\u{430}\u{445}1b"), "ax1b");
+        assert_eq!(view("b_\u{430}"), "b_a");
+        // Cyrillic with Greek mixes too: both become Latin.
+        assert_eq!(view("\u{3BF}\u{445}"), "ox");
+        // Only look-alikes change: other letters of a mixed word stay.
+        assert_eq!(view("a\u{436}\u{430}"), "a\u{436}a");
+        // A word ends at a non-word character.
+        assert_eq!(view("\u{430}\u{445}.ax"), "\u{430}\u{445}.ax");
+    }
+
+    #[test]
+    fn a_lookalike_never_splits_a_value() {
+        for (text, value) in [
+            (
+                "mail jan\u{435}.doe@example.com now",
+                "jan\u{435}.doe@example.com",
+            ),
+            (
+                "mail j\u{430}ne.doe@\u{435}\u{445}ample.com now",
+                "j\u{430}ne.doe@\u{435}\u{445}ample.com",
+            ),
+            (
+                "to: jane.d\u{3BF}e@example.com",
+                "jane.d\u{3BF}e@example.com",
+            ),
+            (
+                "x jane@ex\u{430}mple.c\u{43E}m",
+                "jane@ex\u{430}mple.c\u{43E}m",
+            ),
+        ] {
+            assert_eq!(matched(text, EMAIL), [value], "{text:?}");
+            // As written, the look-alike cut the value (or hid it).
+            let re = regex::Regex::new(EMAIL).unwrap_or_else(|e| panic!("{e}"));
+            assert!(re.find_iter(text).all(|m| m.as_str() != value));
+        }
+    }
+
+    #[test]
     fn normalized_texts_are_left_alone() {
         for t in [
             "",
@@ -498,9 +1260,36 @@ mod tests {
             let changed = View::of(t).is_some();
             assert_eq!(changed, t == "e\u{301}", "{t:?}");
         }
-        // A mark after a letter stays (only marks after a digit go).
+        // A mark after a letter NFKC composes with stays in the letter.
         assert_eq!(view("a\u{308}"), "ä");
         assert_eq!(view("5\u{308}x"), "5x");
+    }
+
+    #[test]
+    fn may_change_is_exact_when_it_says_no() {
+        let texts = [
+            "Ещё раз спасибо, Señor Núñez — 会議",
+            "Überprüfung läuft 2024",
+            "café ах",
+            "Παρακαλώ στείλτε το έγγραφο",
+            "jаne",
+            "a\u{2022}b",
+            "x\u{1F600}y",
+            "tab\tnewline\n",
+            "𝐚𝐛𝐜",
+            "\u{10400}\u{10401}",
+        ];
+        for t in texts {
+            let (v, _, changed) = built(t);
+            if !may_change(t) {
+                assert_eq!(v, t, "{t:?}");
+                assert!(!changed, "{t:?}");
+            }
+            assert_eq!(View::of(t).is_some(), changed, "{t:?}");
+        }
+        assert!(may_change("a — b"));
+        assert!(may_change("jаne"));
+        assert!(!may_change("а jane"));
     }
 
     #[test]
@@ -522,15 +1311,21 @@ mod tests {
         assert_eq!(spans(t, 2, 3), "\u{FB01}");
     }
 
+    /// Texts of every kind the view changes, for the cut tests.
+    const CUT_TEXTS: [&str; 7] = [
+        "SSN １２３-４５-６７８９ and ١٢٣-٤٥-٦٧٨٩, 123-45\u{200D}-67\u{AD}89\u{301}!",
+        "e\u{301}\u{302}a\u{FB01}\u{1100}\u{1161}\u{11A8} ＭＲＮ＠ x",
+        "\u{200B}\u{200B}lead",
+        "123\u{2010}45\u{2212}6789 ⑴⑵⑶-❹❺-⑹⑺⑻⑼ 12\u{0}3-45-67\u{FFF9}89\u{1}",
+        "j\u{430}ne.d\u{3BF}e@\u{435}\u{445}ample.com, jan\u{435} Ещё \u{430}\u{445}1b \u{430}\u{445}_1.",
+        "\u{430}\u{445}\u{445}\u{430}\u{445}\u{301}\u{200D}\u{445}a \u{3BF}\u{445} x\u{430} \u{430}x",
+        "4111 \u{301}1111 1111 1111 — हिन्दी ①x\u{430}⑵",
+    ];
+
     #[test]
     fn every_cut_gives_the_view_of_the_whole() {
-        let texts = [
-            "SSN １２３-４５-６７８９ and ١٢٣-٤٥-٦٧٨٩, 123-45\u{200D}-67\u{AD}89\u{301}!",
-            "e\u{301}\u{302}a\u{FB01}\u{1100}\u{1161}\u{11A8} ＭＲＮ＠ x",
-            "\u{200B}\u{200B}lead",
-        ];
-        for t in texts {
-            let whole = View::of(t).map(|v| v.text).unwrap_or_else(|| t.to_string());
+        for t in CUT_TEXTS {
+            let (whole, whole_map, _) = built(t);
             let cuts: Vec<usize> = (0..=t.len()).filter(|&i| t.is_char_boundary(i)).collect();
             for &c in &cuts {
                 let (mut v, mut map, mut n) =
@@ -538,11 +1333,50 @@ mod tests {
                 n.push(&t[..c], &mut v, &mut map);
                 assert!(whole.starts_with(&v), "{t:?} cut at {c}");
                 assert_eq!(n.view_len(), v.len());
+                assert!(n.complete() <= c);
                 n.push(&t[c..], &mut v, &mut map);
                 n.finish(&mut v, &mut map);
                 assert_eq!(v, whole, "{t:?} cut at {c}");
+                assert_eq!(map.runs, whole_map.runs, "{t:?} cut at {c}");
             }
         }
+    }
+
+    #[test]
+    fn one_code_point_at_a_time_gives_the_view_of_the_whole() {
+        for t in CUT_TEXTS {
+            let whole = built(t).0;
+            let (mut v, mut map, mut n) =
+                (String::new(), ViewMap::default(), Normalizer::default());
+            let mut at = 0;
+            for c in t.chars() {
+                n.push(c.encode_utf8(&mut [0u8; 4]), &mut v, &mut map);
+                at += c.len_utf8();
+                assert!(whole.starts_with(&v), "{t:?} at {at}");
+                assert!(n.complete() <= at);
+            }
+            n.finish(&mut v, &mut map);
+            assert_eq!(v, whole, "{t:?}");
+        }
+    }
+
+    #[test]
+    fn only_a_word_that_may_still_mix_is_held() {
+        let (mut v, mut map, mut n) = (String::new(), ViewMap::default(), Normalizer::default());
+        // Latin so far: written (a later look-alike changes only itself).
+        n.push("jane", &mut v, &mut map);
+        assert_eq!(n.complete(), 3, "only the open segment");
+        // A Cyrillic word: held from its first look-alike, whole, until a
+        // letter of another script or its end decides it.
+        n.push(" Ещё \u{430}\u{445}", &mut v, &mut map);
+        assert_eq!(v, "jane Ещё ");
+        assert_eq!(n.complete(), "jane Ещё ".len());
+        n.push("12", &mut v, &mut map);
+        assert_eq!(n.complete(), "jane Ещё ".len(), "digits leave it open");
+        n.push("b ", &mut v, &mut map);
+        assert_eq!(v, "jane Ещё ax12b");
+        n.finish(&mut v, &mut map);
+        assert_eq!(v, "jane Ещё ax12b ");
     }
 
     #[test]
@@ -558,29 +1392,45 @@ mod tests {
     }
 
     #[test]
-    fn the_inert_table_agrees_with_the_slow_test() {
-        let bmp = inert_bmp();
-        for cp in (0x80u32..0x1_0000)
-            .step_by(7)
-            .chain([0xFF11, 0x200D, 0xAD, 0x301, 0x661, 0x4E00, 0xE9])
-        {
-            if let Some(c) = char::from_u32(cp) {
-                assert_eq!(is_inert(c, bmp), is_inert_slow(c), "U+{cp:04X}");
-            }
-        }
-        assert!(is_inert('会', bmp) && is_inert('é', bmp) && is_inert('Ж', bmp));
-        assert!(!is_inert('１', bmp) && !is_inert('\u{200D}', bmp) && !is_inert('٣', bmp));
-        assert!(!is_inert('\u{301}', bmp) && !is_inert('\u{FB01}', bmp));
-        assert!(is_inert('😀', bmp) && !is_inert('𝟏', bmp));
-        for &(first, last) in &INERT_BLOCKS {
-            for cp in first..=last {
-                let c = char::from_u32(cp).unwrap_or('\0');
-                assert!(
-                    is_inert_slow(c),
-                    "U+{cp:04X} is in an inert block but is not inert"
+    fn the_tables_agree_with_the_slow_tests() {
+        let t = tables();
+        let check = |cp: u32| {
+            let Some(c) = char::from_u32(cp) else {
+                return;
+            };
+            if cp >= 0x80 {
+                assert_eq!(t.inert(c), is_inert_slow(c), "inert U+{cp:04X}");
+                assert_eq!(
+                    t.lookalike(c),
+                    is_lookalike_slow(c),
+                    "look-alike U+{cp:04X}"
+                );
+                assert_eq!(
+                    t.kept_lookalike(c),
+                    keeps(c) && is_lookalike_slow(c),
+                    "kept U+{cp:04X}"
                 );
             }
+            assert_eq!(t.word(c), is_word_slow(c), "word U+{cp:04X}");
+            assert_eq!(t.scripts(c), AugmentedScriptSet::for_char(c), "U+{cp:04X}");
+        };
+        for cp in (0u32..0x1_0000).step_by(7).chain([
+            0xFF11, 0x200D, 0xAD, 0x301, 0x661, 0x4E00, 0xE9, 0x430, 0x3BF, 0x2014, 0x2474, 0x2776,
+            0xFFF9, 0x85, 0x5F, 0x416,
+        ]) {
+            check(cp);
         }
+        for &(first, last) in &INERT_BLOCKS {
+            for cp in first..=last {
+                check(cp);
+            }
+        }
+        assert!(t.inert('会') && t.inert('é') && t.inert('Ж') && t.inert('😀'));
+        assert!(!t.inert('１') && !t.inert('\u{200D}') && !t.inert('٣'));
+        assert!(!t.inert('\u{301}') && !t.inert('\u{FB01}') && !t.inert('𝟏'));
+        assert!(!t.inert('\u{2014}') && !t.inert('⑴') && !t.inert('\u{FFF9}'));
+        assert!(!t.inert('\u{430}') && t.kept_lookalike('\u{430}') && t.lookalike('\u{3BF}'));
+        assert!(!t.lookalike('m') && !t.lookalike('é') && !t.lookalike('会'));
     }
 
     #[test]
@@ -599,7 +1449,20 @@ mod tests {
         assert_eq!(
             ascii_digit('²'),
             None,
-            "superscripts are No, NFKC maps them"
+            "superscripts are No: Numeric_Type Digit maps them"
         );
+    }
+
+    #[test]
+    fn plain_ascii_is_told_apart_from_controls() {
+        let mut s = "x".repeat(200);
+        assert!(all_plain(s.as_bytes()));
+        for b in [0u8, 1, 0x0B, 0x0C, 0x1B, 0x7F, 0x80, 0xFF] {
+            s.replace_range(150..151, "");
+            let mut bytes = s.clone().into_bytes();
+            bytes.insert(150, b);
+            assert!(!all_plain(&bytes), "{b:#x}");
+        }
+        assert!(all_plain(b"\t\n\r ~"));
     }
 }

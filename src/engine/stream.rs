@@ -176,6 +176,17 @@ pub struct Blocked {
     pub triggers: Vec<(String, Severity)>,
 }
 
+impl Blocked {
+    /// Blocked for holding back more than `stream.max_holdback_chars`.
+    fn holdback() -> Self {
+        Self {
+            action: HOLDBACK_ACTION.to_string(),
+            reason: HOLDBACK_REASON.to_string(),
+            triggers: Vec::new(),
+        }
+    }
+}
+
 /// The liveness automata of one evaluator, built once.
 pub(super) struct LivePlan {
     rules: Vec<LiveRule>,
@@ -886,7 +897,14 @@ impl NormStream {
         if core.blocked.is_some() {
             return Released::default();
         }
-        self.release(core, false)
+        let out = self.release(core, false);
+        // The normalizer holds text too (a word that may still mix scripts,
+        // however long): the limit counts the original text held anywhere.
+        if self.pushed_chars - self.released_chars > core.opts.max_holdback_chars {
+            core.blocked = Some(Blocked::holdback());
+            return Released::default();
+        }
+        out
     }
 
     fn finish(&mut self, core: &mut Core, ev: &Evaluator) -> Released {
@@ -1175,11 +1193,7 @@ impl Core {
         }
         let out = self.release(q, n, eoi);
         if !eoi && self.held_chars() > self.opts.max_holdback_chars {
-            self.blocked = Some(Blocked {
-                action: HOLDBACK_ACTION.to_string(),
-                reason: HOLDBACK_REASON.to_string(),
-                triggers: Vec::new(),
-            });
+            self.blocked = Some(Blocked::holdback());
             return Released::default();
         }
         out
