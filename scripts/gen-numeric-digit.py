@@ -31,16 +31,23 @@ out.write(f"""//! Code points whose Unicode `Numeric_Type` is `Digit` (SPEC §15
 //! (Python's `unicodedata2`: `digit()` defined, `decimal()` not). Do not
 //! edit by hand: run the script again for a new Unicode version.
 
-/// Unicode version of the table.
+/// Unicode version of the table (a test checks that the normalization crate
+/// has the same).
+#[cfg(test)]
 pub(super) const UNICODE_VERSION: &str = "{ud.unidata_version}";
 
 /// Runs `(first, last, digit of first)`, sorted and disjoint: the digits of
 /// a run are consecutive ({sum(r[1] - r[0] + 1 for r in runs)} code points in all).
 pub(super) const RUNS: [(u32, u32, u8); {len(runs)}] = [
 """)
-for first, last, d in runs:
+# Comments aligned as rustfmt aligns them, so the file stays fmt-clean.
+entries = [f"(0x{first:04X}, 0x{last:04X}, {d})," for first, last, d in runs]
+width = max(map(len, entries))
+for entry, (first, last, d) in zip(entries, runs):
     names = ud.name(chr(first), "?").lower()
     if last > first:
-        names += " .. " + ud.name(chr(last), "?").lower()
-    out.write(f"    (0x{first:04X}, 0x{last:04X}, {d}), // {names}\n")
+        # The last name differs from the first in one word (`one`/`nine`).
+        a, b = names.split(), ud.name(chr(last), "?").lower().split()
+        names += " .. " + next((y for x, y in zip(a, b) if x != y), " ".join(b))
+    out.write(f"    {entry:<{width}} // {names}\n")
 out.write("];\n")

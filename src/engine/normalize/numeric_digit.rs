@@ -3,31 +3,33 @@
 //! (Python's `unicodedata2`: `digit()` defined, `decimal()` not). Do not
 //! edit by hand: run the script again for a new Unicode version.
 
-/// Unicode version of the table.
+/// Unicode version of the table (a test checks that the normalization crate
+/// has the same).
+#[cfg(test)]
 pub(super) const UNICODE_VERSION: &str = "18.0.0";
 
 /// Runs `(first, last, digit of first)`, sorted and disjoint: the digits of
 /// a run are consecutive (128 code points in all).
 pub(super) const RUNS: [(u32, u32, u8); 21] = [
-    (0x00B2, 0x00B3, 2),   // superscript two .. superscript three
+    (0x00B2, 0x00B3, 2),   // superscript two .. three
     (0x00B9, 0x00B9, 1),   // superscript one
-    (0x1369, 0x1371, 1),   // ethiopic digit one .. ethiopic digit nine
+    (0x1369, 0x1371, 1),   // ethiopic digit one .. nine
     (0x19DA, 0x19DA, 1),   // new tai lue tham digit one
     (0x2070, 0x2070, 0),   // superscript zero
-    (0x2074, 0x2079, 4),   // superscript four .. superscript nine
-    (0x2080, 0x2089, 0),   // subscript zero .. subscript nine
-    (0x2460, 0x2468, 1),   // circled digit one .. circled digit nine
-    (0x2474, 0x247C, 1),   // parenthesized digit one .. parenthesized digit nine
-    (0x2488, 0x2490, 1),   // digit one full stop .. digit nine full stop
+    (0x2074, 0x2079, 4),   // superscript four .. nine
+    (0x2080, 0x2089, 0),   // subscript zero .. nine
+    (0x2460, 0x2468, 1),   // circled digit one .. nine
+    (0x2474, 0x247C, 1),   // parenthesized digit one .. nine
+    (0x2488, 0x2490, 1),   // digit one full stop .. nine
     (0x24EA, 0x24EA, 0),   // circled digit zero
-    (0x24F5, 0x24FD, 1),   // double circled digit one .. double circled digit nine
+    (0x24F5, 0x24FD, 1),   // double circled digit one .. nine
     (0x24FF, 0x24FF, 0),   // negative circled digit zero
-    (0x2776, 0x277E, 1), // dingbat negative circled digit one .. dingbat negative circled digit nine
-    (0x2780, 0x2788, 1), // dingbat circled sans-serif digit one .. dingbat circled sans-serif digit nine
-    (0x278A, 0x2792, 1), // dingbat negative circled sans-serif digit one .. dingbat negative circled sans-serif digit nine
-    (0x10A40, 0x10A43, 1), // kharoshthi digit one .. kharoshthi digit four
-    (0x10E60, 0x10E68, 1), // rumi digit one .. rumi digit nine
-    (0x11052, 0x1105A, 1), // brahmi number one .. brahmi number nine
+    (0x2776, 0x277E, 1),   // dingbat negative circled digit one .. nine
+    (0x2780, 0x2788, 1),   // dingbat circled sans-serif digit one .. nine
+    (0x278A, 0x2792, 1),   // dingbat negative circled sans-serif digit one .. nine
+    (0x10A40, 0x10A43, 1), // kharoshthi digit one .. four
+    (0x10E60, 0x10E68, 1), // rumi digit one .. nine
+    (0x11052, 0x1105A, 1), // brahmi number one .. nine
     (0x1F100, 0x1F100, 0), // digit zero full stop
-    (0x1F101, 0x1F10A, 0), // digit zero comma .. digit nine comma
+    (0x1F101, 0x1F10A, 0), // digit zero comma .. nine
 ];
