@@ -1220,6 +1220,31 @@ mod tests {
     }
 
     #[test]
+    fn the_model_s_lookalikes_are_the_crate_s() {
+        // tests/model/evasion_diff.py knows a few look-alikes by heart (it
+        // has no confusables table): each must be one, with that skeleton.
+        let model = include_str!("../../tests/model/evasion_diff.py");
+        let table = model
+            .split_once("LOOKALIKES = {")
+            .and_then(|(_, rest)| rest.split_once('}'))
+            .map_or("", |(table, _)| table);
+        let mut count = 0;
+        for entry in table.split(',').filter(|e| e.contains(':')) {
+            let (key, value) = entry.split_once(':').unwrap_or_default();
+            let hex = key.trim().trim_matches('"').trim_start_matches("\\u");
+            let c = u32::from_str_radix(hex, 16)
+                .ok()
+                .and_then(char::from_u32)
+                .unwrap_or_else(|| panic!("{entry:?}"));
+            let skeleton = value.trim().trim_matches('"');
+            assert!(is_lookalike_slow(c), "U+{hex}");
+            assert_eq!(view(&format!("q{c}")), format!("q{skeleton}"), "U+{hex}");
+            count += 1;
+        }
+        assert!(count >= 30, "only {count} look-alikes read from the model");
+    }
+
+    #[test]
     fn a_lookalike_never_splits_a_value() {
         for (text, value) in [
             (
