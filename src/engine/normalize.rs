@@ -233,11 +233,16 @@ fn numeric_digit(c: char) -> Option<char> {
 
 /// Whether `c` attaches to the segment that ends with `last` (and so does
 /// not begin a segment of its own).
-fn attaches(last: char, c: char) -> bool {
+fn attaches(last: char, c: char, t: &Tables) -> bool {
     if c.is_ascii() {
         // An ASCII control goes with the character before it, as a joiner
         // does; every other ASCII character begins a segment.
         return !plain_byte(c as u8);
+    }
+    // A character steps 1 to 4 keep is a starter that composes with nothing
+    // before it (its NFKC quick check is Yes): the common case, one load.
+    if t.keeps(c) {
+        return false;
     }
     is_combining_mark(c)
         || is_removed(c)
@@ -445,6 +450,11 @@ impl Tables {
         }
     }
 
+    /// Whether steps 1 to 4 keep `c` as it is ([`keeps`]).
+    fn keeps(&self, c: char) -> bool {
+        self.inert(c) || self.kept_lookalike(c)
+    }
+
     /// Whether `c` is a look-alike ([`is_lookalike_slow`]).
     fn lookalike(&self, c: char) -> bool {
         let cp = u32::from(c);
@@ -477,6 +487,12 @@ impl Tables {
             None => AugmentedScriptSet::for_char(c),
         }
     }
+}
+
+/// The script set of the Latin letters (of `a`).
+fn latin() -> AugmentedScriptSet {
+    static LATIN: std::sync::OnceLock<AugmentedScriptSet> = std::sync::OnceLock::new();
+    *LATIN.get_or_init(|| AugmentedScriptSet::for_char('a'))
 }
 
 fn tables() -> &'static Tables {
@@ -536,7 +552,7 @@ pub(crate) fn may_change(text: &str) -> bool {
 
 /// Whether a word of `text` mixes scripts and holds a look-alike.
 fn mixes_with_lookalike(text: &str, t: &Tables) -> bool {
-    let latin = t.scripts('a');
+    let latin = latin();
     let mut scripts = WordScripts::default();
     let mut look = false;
     for c in text.chars() {
@@ -773,7 +789,7 @@ impl Normalizer {
             };
             let joins = self.open_chars > 0
                 && self.open_chars < MAX_SEGMENT_CHARS
-                && self.last.is_some_and(|l| attaches(l, c));
+                && self.last.is_some_and(|l| attaches(l, c, tables()));
             if !joins {
                 self.close(view, map);
                 self.open_at = base + i;
@@ -818,7 +834,6 @@ impl Normalizer {
             self.scratch.extend(src.nfkc());
         }
         // Steps 3 and 4.
-        let t = tables();
         self.step4.clear();
         for d in self.scratch.chars() {
             let d = if d.is_ascii() {
@@ -826,7 +841,7 @@ impl Normalizer {
                     continue;
                 }
                 d
-            } else if t.inert(d) || t.kept_lookalike(d) {
+            } else if tables().keeps(d) {
                 d
             } else {
                 if is_removed(d) || is_removed_mark(d) || (self.after_digit && is_combining_mark(d))
@@ -863,10 +878,9 @@ impl Normalizer {
         view: &mut String,
         map: &mut ViewMap,
     ) {
-        let t = tables();
         self.held.changed_open = false;
         for d in text.chars() {
-            self.word_char(d, t);
+            self.word_char(d);
         }
         self.held.segments.push(HeldSegment {
             at,
@@ -880,17 +894,19 @@ impl Normalizer {
     }
 
     /// One view character through the word rule, to the held text.
-    fn word_char(&mut self, d: char, t: &Tables) {
-        let (word, set) = if d.is_ascii() {
+    fn word_char(&mut self, d: char) {
+        // An ASCII text never builds the tables: its letters are Latin.
+        let (word, set, look) = if d.is_ascii() {
             let b = d as u8;
             let set = if b.is_ascii_alphabetic() {
-                t.scripts('a')
+                latin()
             } else {
                 AugmentedScriptSet::default()
             };
-            (regex_syntax::is_word_byte(b), set)
+            (regex_syntax::is_word_byte(b), set, false)
         } else {
-            (t.word(d), t.scripts(d))
+            let t = tables();
+            (t.word(d), t.scripts(d), t.lookalike(d))
         };
         if !word {
             // The word ended with one script: its look-alikes stay.
@@ -903,7 +919,7 @@ impl Normalizer {
         if mixed && !self.held.pending.is_empty() {
             self.held.replace_pending();
         }
-        if !t.lookalike(d) {
+        if !look {
             self.held.text.push(d);
         } else if mixed {
             push_skeleton(d, &mut self.held.text);
@@ -937,7 +953,7 @@ impl Normalizer {
         // Nothing waits: the view is written at once, and only the word the
         // run ends in matters to what follows.
         let bytes = body.as_bytes();
-        let latin = tables().scripts('a');
+        let latin = latin();
         match bytes.iter().rposition(|&b| !regex_syntax::is_word_byte(b)) {
             Some(k) => {
                 self.scripts.reset();
