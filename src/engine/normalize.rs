@@ -150,15 +150,36 @@ fn plain_byte(b: u8) -> bool {
     matches!(b, 0x20..=0x7E | b'\t' | b'\n' | b'\r')
 }
 
-/// Whether every byte of `bytes` is [`plain_byte`]: the test every ASCII
-/// payload takes before any other work. No early exit inside a block, so
-/// the compiler can test a block's bytes at once (vector instructions).
+/// The length of the longest prefix of `bytes` made of [`plain_byte`]s: the
+/// test every ASCII payload takes before any other work, so it reads eight
+/// bytes at a time and looks at single bytes only in a word that may hold a
+/// control (a line feed does) or a non-ASCII byte.
+fn plain_prefix(bytes: &[u8]) -> usize {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let mut at = 0;
+    for word in bytes.chunks_exact(8) {
+        let Ok(word) = <[u8; 8]>::try_from(word) else {
+            break;
+        };
+        let w = u64::from_le_bytes(word);
+        let del = w ^ (0x7F * ONES);
+        // A byte below 0x20, at or above 0x80, or 0x7F sets its high bit
+        // here (and may set some above it: the bytes are then tested).
+        let suspect = (w.wrapping_sub(0x20 * ONES) & !w) | w | (del.wrapping_sub(ONES) & !del);
+        if suspect & HIGH != 0 {
+            if let Some(k) = word.iter().position(|&b| !plain_byte(b)) {
+                return at + k;
+            }
+        }
+        at += 8;
+    }
+    at + bytes[at..].iter().take_while(|&&b| plain_byte(b)).count()
+}
+
+/// Whether every byte of `bytes` is a [`plain_byte`].
 fn all_plain(bytes: &[u8]) -> bool {
-    bytes.chunks(64).all(|block| {
-        block.iter().fold(true, |ok, &b| {
-            ok & ((b.wrapping_sub(0x20) < 0x5F) | (b == b'\t') | (b == b'\n') | (b == b'\r'))
-        })
-    })
+    plain_prefix(bytes) == bytes.len()
 }
 
 /// Whether the view removes `c` wherever it stands: default-ignorable code
@@ -173,14 +194,6 @@ fn is_removed(c: char) -> bool {
             c.general_category(),
             GeneralCategory::Format | GeneralCategory::Control
         )
-}
-
-/// A combining mark that the view removes wherever it stands (Mn, Me).
-fn is_removed_mark(c: char) -> bool {
-    matches!(
-        c.general_category(),
-        GeneralCategory::NonspacingMark | GeneralCategory::EnclosingMark
-    )
 }
 
 /// Dash punctuation (Pd) and U+2212 MINUS SIGN, which the view writes `-`.
@@ -313,6 +326,10 @@ const INERT_BLOCKS: [(u32, u32); 3] = [(0x4E00, 0x9FFF), (0xAC00, 0xD7A3), (0xE0
 /// Script classes are indexes into [`Tables::sets`]; this one means "ask
 /// the script crate" (more distinct sets than a byte holds).
 const COMPLEX: u8 = u8::MAX;
+/// The class of Common characters (any script), reserved.
+const COMMON: u8 = 0;
+/// The class of the Latin letters, reserved: ASCII text needs no table.
+const LATIN: u8 = 1;
 
 /// What the view needs to know of every code point of the Basic
 /// Multilingual Plane, built once (about 10 ms, at the first non-ASCII text
@@ -329,8 +346,12 @@ struct Tables {
     word: Vec<u64>,
     /// Script class of every code point: an index into `sets`, or [`COMPLEX`].
     class: Vec<u8>,
-    /// The distinct UTS #39 augmented script sets of the BMP.
+    /// The distinct UTS #39 augmented script sets of the BMP ([`COMMON`]
+    /// and [`LATIN`] first).
     sets: Vec<AugmentedScriptSet>,
+    /// For every class: whether its characters go with any script (Common,
+    /// Inherited).
+    any: Vec<bool>,
 }
 
 fn bit(bits: &[u64], cp: u32) -> bool {
@@ -357,9 +378,11 @@ impl Tables {
             look: vec![0; 1024],
             word: vec![0; 1024],
             class: vec![COMPLEX; 0x1_0000],
-            sets: Vec::new(),
+            sets: vec![AugmentedScriptSet::default(), latin()],
+            any: Vec::new(),
         };
-        let mut index: HashMap<AugmentedScriptSet, u8> = HashMap::new();
+        let mut index: HashMap<AugmentedScriptSet, u8> =
+            HashMap::from([(AugmentedScriptSet::default(), COMMON), (latin(), LATIN)]);
         // Neighbours mostly share a script: the last set answers first.
         let mut previous: Option<(AugmentedScriptSet, u8)> = None;
         let mut class_of = |t: &mut Tables, c: char| -> u8 {
@@ -427,6 +450,7 @@ impl Tables {
             }
             cp += 1;
         }
+        t.any = t.sets.iter().map(AugmentedScriptSet::is_all).collect();
         t
     }
 
@@ -475,13 +499,16 @@ impl Tables {
         }
     }
 
-    /// The UTS #39 augmented script set of `c`.
-    fn scripts(&self, c: char) -> AugmentedScriptSet {
-        let k = self
-            .class
+    /// The script class of `c` ([`COMPLEX`] past the BMP).
+    fn class(&self, c: char) -> u8 {
+        self.class
             .get(u32::from(c) as usize)
             .copied()
-            .unwrap_or(COMPLEX);
+            .unwrap_or(COMPLEX)
+    }
+
+    /// The UTS #39 augmented script set of `c`, of class `k`.
+    fn scripts(&self, k: u8, c: char) -> AugmentedScriptSet {
         match self.sets.get(usize::from(k)) {
             Some(set) => *set,
             None => AugmentedScriptSet::for_char(c),
@@ -507,20 +534,55 @@ pub fn warm() {
     tables();
 }
 
-/// The script set of a word so far (ALL outside a word: Common), and
-/// whether it has mixed.
+/// The scripts a word's characters so far share: while they are of one
+/// class (and Common), that class, one byte compared per character; once a
+/// second class comes, the exact intersection of their UTS #39 augmented
+/// script sets (Han with kana is Japanese, not mixed).
 #[derive(Debug, Clone, Copy, Default)]
-struct WordScripts(AugmentedScriptSet);
+struct WordScripts {
+    class: Option<u8>,
+    set: Option<AugmentedScriptSet>,
+    mixed: bool,
+}
 
 impl WordScripts {
     fn reset(&mut self) {
-        self.0 = AugmentedScriptSet::default();
+        *self = Self::default();
     }
 
-    /// Adds a word character; returns whether the word has mixed scripts.
-    fn add(&mut self, set: AugmentedScriptSet) -> bool {
-        self.0.intersect_with(set);
-        self.0.is_empty()
+    /// Adds an ASCII letter.
+    fn add_latin(&mut self) -> bool {
+        if self.set.is_none() && self.class.is_none_or(|k| k == LATIN) {
+            self.class = Some(LATIN);
+            return false;
+        }
+        self.add(LATIN, 'a', tables())
+    }
+
+    /// Adds a word character `c` of class `k`; returns whether the word has
+    /// mixed scripts.
+    fn add(&mut self, k: u8, c: char, t: &Tables) -> bool {
+        if self.mixed || k == COMMON || t.any.get(usize::from(k)).copied().unwrap_or(false) {
+            return self.mixed;
+        }
+        if self.set.is_none() {
+            match self.class {
+                Some(first) if first == k => return false,
+                Some(first) => self.set = Some(t.scripts(first, c)),
+                None if k != COMPLEX => {
+                    self.class = Some(k);
+                    self.mixed = t.scripts(k, c).is_empty();
+                    return self.mixed;
+                }
+                None => self.set = Some(AugmentedScriptSet::default()),
+            }
+        }
+        let Some(set) = self.set.as_mut() else {
+            return self.mixed;
+        };
+        set.intersect_with(t.scripts(k, c));
+        self.mixed = set.is_empty();
+        self.mixed
     }
 }
 
@@ -552,30 +614,27 @@ pub(crate) fn may_change(text: &str) -> bool {
 
 /// Whether a word of `text` mixes scripts and holds a look-alike.
 fn mixes_with_lookalike(text: &str, t: &Tables) -> bool {
-    let latin = latin();
     let mut scripts = WordScripts::default();
     let mut look = false;
     for c in text.chars() {
-        let (word, set) = if c.is_ascii() {
+        let mixed = if c.is_ascii() {
             let b = c as u8;
-            (
-                regex_syntax::is_word_byte(b),
-                if b.is_ascii_alphabetic() {
-                    latin
-                } else {
-                    AugmentedScriptSet::default()
-                },
-            )
+            if !regex_syntax::is_word_byte(b) {
+                scripts.reset();
+                look = false;
+                continue;
+            }
+            b.is_ascii_alphabetic() && scripts.add_latin()
         } else {
-            (t.word(c), t.scripts(c))
+            if !t.word(c) {
+                scripts.reset();
+                look = false;
+                continue;
+            }
+            look |= t.kept_lookalike(c);
+            scripts.add(t.class(c), c, t)
         };
-        if !word {
-            scripts.reset();
-            look = false;
-            continue;
-        }
-        look |= !c.is_ascii() && t.kept_lookalike(c);
-        if scripts.add(set) && look {
+        if mixed && look {
             return true;
         }
     }
@@ -771,7 +830,7 @@ impl Normalizer {
             if plain_byte(bytes[i]) {
                 // A plain ASCII character begins a segment, so a run of them
                 // up to its last character is whole segments of themselves.
-                let run = bytes[i..].iter().take_while(|&&b| plain_byte(b)).count();
+                let run = plain_prefix(&bytes[i..]);
                 self.close(view, map);
                 if run > 1 {
                     self.ascii(&piece[i..i + run - 1], base + i, view, map);
@@ -816,6 +875,16 @@ impl Normalizer {
         }
         let at = self.open_at;
         let seg_len = self.open.len();
+        if seg_len == 1 && plain_byte(self.open.as_bytes()[0]) {
+            // The last character of an ASCII run: its own view.
+            let open = std::mem::take(&mut self.open);
+            self.ascii(&open, at, view, map);
+            self.open = open;
+            self.open_at = at + 1;
+            self.open.clear();
+            self.open_chars = 0;
+            return;
+        }
         // Step 1, before NFKC.
         let src = if self.open.chars().any(|c| numeric_digit(c).is_some()) {
             self.pre.clear();
@@ -844,14 +913,24 @@ impl Normalizer {
             } else if tables().keeps(d) {
                 d
             } else {
-                if is_removed(d) || is_removed_mark(d) || (self.after_digit && is_combining_mark(d))
+                let gc = d.general_category();
+                if is_default_ignorable(d)
+                    || matches!(
+                        gc,
+                        GeneralCategory::Format
+                            | GeneralCategory::Control
+                            | GeneralCategory::NonspacingMark
+                            | GeneralCategory::EnclosingMark
+                    )
+                    || (self.after_digit && is_combining_mark(d))
                 {
                     continue;
                 }
-                match ascii_digit(d).or_else(|| numeric_digit(d)) {
-                    Some(a) => a,
-                    None if is_dash(d) => '-',
-                    None => d,
+                match gc {
+                    GeneralCategory::DecimalNumber => ascii_digit(d).unwrap_or(d),
+                    GeneralCategory::DashPunctuation => '-',
+                    _ if d == '\u{2212}' => '-',
+                    _ => numeric_digit(d).unwrap_or(d),
                 }
             };
             self.step4.push(d);
@@ -896,17 +975,11 @@ impl Normalizer {
     /// One view character through the word rule, to the held text.
     fn word_char(&mut self, d: char) {
         // An ASCII text never builds the tables: its letters are Latin.
-        let (word, set, look) = if d.is_ascii() {
-            let b = d as u8;
-            let set = if b.is_ascii_alphabetic() {
-                latin()
-            } else {
-                AugmentedScriptSet::default()
-            };
-            (regex_syntax::is_word_byte(b), set, false)
+        let (word, look) = if d.is_ascii() {
+            (regex_syntax::is_word_byte(d as u8), false)
         } else {
             let t = tables();
-            (t.word(d), t.scripts(d), t.lookalike(d))
+            (t.word(d), t.lookalike(d))
         };
         if !word {
             // The word ended with one script: its look-alikes stay.
@@ -915,7 +988,12 @@ impl Normalizer {
             self.held.text.push(d);
             return;
         }
-        let mixed = self.scripts.add(set);
+        let mixed = if d.is_ascii() {
+            d.is_ascii_alphabetic() && self.scripts.add_latin()
+        } else {
+            let t = tables();
+            self.scripts.add(t.class(d), d, t)
+        };
         if mixed && !self.held.pending.is_empty() {
             self.held.replace_pending();
         }
@@ -953,19 +1031,15 @@ impl Normalizer {
         // Nothing waits: the view is written at once, and only the word the
         // run ends in matters to what follows.
         let bytes = body.as_bytes();
-        let latin = latin();
-        match bytes.iter().rposition(|&b| !regex_syntax::is_word_byte(b)) {
+        let word = match bytes.iter().rposition(|&b| !regex_syntax::is_word_byte(b)) {
             Some(k) => {
                 self.scripts.reset();
-                if bytes[k + 1..].iter().any(u8::is_ascii_alphabetic) {
-                    self.scripts.add(latin);
-                }
+                &bytes[k + 1..]
             }
-            None => {
-                if bytes.iter().any(u8::is_ascii_alphabetic) {
-                    self.scripts.add(latin);
-                }
-            }
+            None => bytes,
+        };
+        if word.iter().any(u8::is_ascii_alphabetic) {
+            self.scripts.add_latin();
         }
         map.push_identity(self.view_len, at);
         view.push_str(body);
@@ -1057,9 +1131,8 @@ mod tests {
         text[a..b].to_string()
     }
 
-    /// The original text each match of `pattern` in the view covers.
-    fn matched(text: &str, pattern: &str) -> Vec<String> {
-        let re = regex::Regex::new(pattern).unwrap_or_else(|e| panic!("{e}"));
+    /// The original text each match of `re` in the view covers.
+    fn matched(text: &str, re: &regex::Regex) -> Vec<String> {
         let v = View::of(text);
         let (vt, map) = match &v {
             Some(v) => (v.text.as_str(), Some(&v.map)),
@@ -1262,6 +1335,7 @@ mod tests {
 
     #[test]
     fn a_lookalike_never_splits_a_value() {
+        let re = regex::Regex::new(EMAIL).unwrap_or_else(|e| panic!("{e}"));
         for (text, value) in [
             (
                 "mail jan\u{435}.doe@example.com now",
@@ -1280,9 +1354,8 @@ mod tests {
                 "jane@ex\u{430}mple.c\u{43E}m",
             ),
         ] {
-            assert_eq!(matched(text, EMAIL), [value], "{text:?}");
+            assert_eq!(matched(text, &re), [value], "{text:?}");
             // As written, the look-alike cut the value (or hid it).
-            let re = regex::Regex::new(EMAIL).unwrap_or_else(|e| panic!("{e}"));
             assert!(re.find_iter(text).all(|m| m.as_str() != value));
         }
     }
@@ -1453,7 +1526,16 @@ mod tests {
                 );
             }
             assert_eq!(t.word(c), is_word_slow(c), "word U+{cp:04X}");
-            assert_eq!(t.scripts(c), AugmentedScriptSet::for_char(c), "U+{cp:04X}");
+            let k = t.class(c);
+            assert_eq!(
+                t.scripts(k, c),
+                AugmentedScriptSet::for_char(c),
+                "U+{cp:04X}"
+            );
+            assert_eq!(
+                t.any.get(usize::from(k)).copied().unwrap_or(false),
+                t.scripts(k, c).is_all()
+            );
         };
         for cp in (0u32..0x1_0000).step_by(7).chain([
             0xFF11, 0x200D, 0xAD, 0x301, 0x661, 0x4E00, 0xE9, 0x430, 0x3BF, 0x2014, 0x2474, 0x2776,
@@ -1472,6 +1554,55 @@ mod tests {
         assert!(!t.inert('\u{2014}') && !t.inert('⑴') && !t.inert('\u{FFF9}'));
         assert!(!t.inert('\u{430}') && t.kept_lookalike('\u{430}') && t.lookalike('\u{3BF}'));
         assert!(!t.lookalike('m') && !t.lookalike('é') && !t.lookalike('会'));
+    }
+
+    #[test]
+    fn word_scripts_agree_with_the_exact_intersection() {
+        let t = tables();
+        let alphabet = [
+            'a',
+            'Z',
+            'é',
+            'ᴛ',
+            'ж',
+            '\u{430}',
+            '\u{3BF}',
+            '会',
+            'は',
+            'カ',
+            '한',
+            '1',
+            '_',
+            '\u{640}',
+            'ب',
+            '\u{10400}',
+            '\u{301}',
+            '\u{1D7CE}',
+            'ㄅ',
+        ];
+        let mut words = vec![String::new()];
+        for _ in 0..3 {
+            let longer: Vec<String> = words
+                .iter()
+                .flat_map(|w| alphabet.iter().map(move |c| format!("{w}{c}")))
+                .collect();
+            words.extend(longer);
+        }
+        for w in &words {
+            let mut fast = WordScripts::default();
+            let mut mixed = false;
+            for c in w.chars() {
+                mixed = if c.is_ascii_alphabetic() {
+                    fast.add_latin()
+                } else if c.is_ascii() {
+                    mixed
+                } else {
+                    fast.add(t.class(c), c, t)
+                };
+            }
+            let exact = AugmentedScriptSet::for_str(w).is_empty();
+            assert_eq!(mixed, exact, "{w:?}");
+        }
     }
 
     #[test]
@@ -1505,5 +1636,17 @@ mod tests {
             assert!(!all_plain(&bytes), "{b:#x}");
         }
         assert!(all_plain(b"\t\n\r ~"));
+        // Every byte at every place of a word, and after a run of controls.
+        for b in 0..=255u8 {
+            for at in 0..20 {
+                let mut bytes = vec![b'x'; 20];
+                bytes[at] = b;
+                let want = if plain_byte(b) { 20 } else { at };
+                assert_eq!(plain_prefix(&bytes), want, "{b:#x} at {at}");
+                bytes[..at].fill(0x1F);
+                let want = if at > 0 { 0 } else { want };
+                assert_eq!(plain_prefix(&bytes), want, "{b:#x} after controls");
+            }
+        }
     }
 }
