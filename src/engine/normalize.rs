@@ -192,11 +192,6 @@ fn is_removed(c: char) -> bool {
         )
 }
 
-/// Dash punctuation (Pd) and U+2212 MINUS SIGN, which the view writes `-`.
-fn is_dash(c: char) -> bool {
-    c == '\u{2212}' || c.general_category() == GeneralCategory::DashPunctuation
-}
-
 fn is_decimal(c: char) -> bool {
     c.general_category() == GeneralCategory::DecimalNumber
 }
@@ -261,17 +256,52 @@ fn attaches(last: char, c: char, t: &Tables) -> bool {
         || (matches!(u32::from(last), 0x1161..=0x1175) && matches!(u32::from(c), 0x11A8..=0x11C2))
 }
 
+/// What steps 1, 3 and 4 do to a non-ASCII character, one byte: keep it,
+/// remove it, remove it after a digit (a spacing mark), write `-`, or write
+/// an ASCII digit (`DECIMAL` or `NUMERIC` plus its value).
+const STEP_KEEP: u8 = 0;
+const STEP_REMOVE: u8 = 1;
+const STEP_MARK: u8 = 2;
+const STEP_DASH: u8 = 3;
+/// An Nd digit (step 3).
+const STEP_DECIMAL: u8 = 0x10;
+/// A `Numeric_Type=Digit` character (step 1, before NFKC).
+const STEP_NUMERIC: u8 = 0x20;
+
+/// [`STEP_KEEP`] and the others for `c`.
+fn step_slow(c: char) -> u8 {
+    if is_default_ignorable(c) {
+        return STEP_REMOVE;
+    }
+    let digit = |d: Option<char>, kind: u8| {
+        d.and_then(|d| d.to_digit(10))
+            .and_then(|d| u8::try_from(d).ok())
+            .map_or(STEP_KEEP, |d| kind | d)
+    };
+    match c.general_category() {
+        GeneralCategory::Format
+        | GeneralCategory::Control
+        | GeneralCategory::NonspacingMark
+        | GeneralCategory::EnclosingMark => STEP_REMOVE,
+        GeneralCategory::SpacingMark => STEP_MARK,
+        GeneralCategory::DashPunctuation => STEP_DASH,
+        GeneralCategory::DecimalNumber => digit(ascii_digit(c), STEP_DECIMAL),
+        _ if c == '\u{2212}' => STEP_DASH,
+        _ => digit(numeric_digit(c), STEP_NUMERIC),
+    }
+}
+
+/// Whether NFKC leaves `c` alone whatever surrounds it: its NFKC quick
+/// check is Yes and it is a starter.
+fn nfkc_stable(c: char) -> bool {
+    canonical_combining_class(c) == 0 && is_nfkc_quick(std::iter::once(c)) == IsNormalized::Yes
+}
+
 /// Whether steps 1 to 4 of the view keep `c` as it is whatever surrounds it:
 /// a starter that NFKC leaves alone, neither a mark, a digit of any kind, a
 /// dash, nor a character the view removes.
 fn keeps(c: char) -> bool {
-    canonical_combining_class(c) == 0
-        && !is_combining_mark(c)
-        && !is_removed(c)
-        && !is_decimal(c)
-        && !is_dash(c)
-        && numeric_digit(c).is_none()
-        && is_nfkc_quick(std::iter::once(c)) == IsNormalized::Yes
+    step_slow(c) == STEP_KEEP && nfkc_stable(c)
 }
 
 /// Whether `c` is a *look-alike*: a letter of another script than Latin
@@ -342,6 +372,10 @@ struct Tables {
     word: Vec<u64>,
     /// Script class of every code point: an index into `sets`, or [`COMPLEX`].
     class: Vec<u8>,
+    /// [`step_slow`] of every code point.
+    step: Vec<u8>,
+    /// [`nfkc_stable`] code points.
+    stable: Vec<u64>,
     /// The distinct UTS #39 augmented script sets of the BMP ([`COMMON`]
     /// and [`LATIN`] first).
     sets: Vec<AugmentedScriptSet>,
@@ -374,6 +408,8 @@ impl Tables {
             look: vec![0; 1024],
             word: vec![0; 1024],
             class: vec![COMPLEX; 0x1_0000],
+            step: vec![STEP_KEEP; 0x1_0000],
+            stable: vec![0; 1024],
             sets: vec![AugmentedScriptSet::default(), latin()],
             any: Vec::new(),
         };
@@ -412,6 +448,7 @@ impl Tables {
                 let k = class_of(&mut t, c);
                 let word = is_word_slow(c);
                 for b in first..=last {
+                    set_bit(&mut t.stable, b);
                     // A few ideographs look like Latin letters (U+4E05 like T).
                     let look = char::from_u32(b).is_some_and(is_lookalike_slow);
                     set_bit(if look { &mut t.look } else { &mut t.inert }, b);
@@ -436,11 +473,19 @@ impl Tables {
                 set_bit(&mut t.word, cp);
             }
             if cp >= 0x80 {
+                let step = step_slow(c);
+                let stable = nfkc_stable(c);
+                if let Some(slot) = t.step.get_mut(cp as usize) {
+                    *slot = step;
+                }
+                if stable {
+                    set_bit(&mut t.stable, cp);
+                }
                 let look = is_lookalike_slow(c);
                 if look {
                     set_bit(&mut t.look_all, cp);
                 }
-                if keeps(c) {
+                if step == STEP_KEEP && stable {
                     set_bit(if look { &mut t.look } else { &mut t.inert }, cp);
                 }
             }
@@ -473,6 +518,24 @@ impl Tables {
     /// Whether steps 1 to 4 keep `c` as it is ([`keeps`]).
     fn keeps(&self, c: char) -> bool {
         self.inert(c) || self.kept_lookalike(c)
+    }
+
+    /// [`step_slow`] of `c`.
+    fn step(&self, c: char) -> u8 {
+        match self.step.get(u32::from(c) as usize) {
+            Some(&step) => step,
+            None => step_slow(c),
+        }
+    }
+
+    /// Whether NFKC leaves `c` alone ([`nfkc_stable`]).
+    fn stable(&self, c: char) -> bool {
+        let cp = u32::from(c);
+        if cp < 0x1_0000 {
+            bit(&self.stable, cp)
+        } else {
+            nfkc_stable(c)
+        }
     }
 
     /// Whether `c` is a look-alike ([`is_lookalike_slow`]).
@@ -900,8 +963,13 @@ impl Normalizer {
             self.open_chars = 0;
             return;
         }
+        let t = tables();
         // Step 1, before NFKC.
-        let src = if self.open.chars().any(|c| numeric_digit(c).is_some()) {
+        let src = if self
+            .open
+            .chars()
+            .any(|c| !c.is_ascii() && t.step(c) & STEP_NUMERIC != 0)
+        {
             self.pre.clear();
             let open = &self.open;
             self.pre
@@ -912,7 +980,9 @@ impl Normalizer {
         };
         // Step 2.
         self.scratch.clear();
-        if src.is_ascii() || is_nfkc_quick(src.chars()) == IsNormalized::Yes {
+        if src.chars().all(|c| c.is_ascii() || t.stable(c))
+            || is_nfkc_quick(src.chars()) == IsNormalized::Yes
+        {
             self.scratch.push_str(src);
         } else {
             self.scratch.extend(src.nfkc());
@@ -925,27 +995,14 @@ impl Normalizer {
                     continue;
                 }
                 d
-            } else if tables().keeps(d) {
-                d
             } else {
-                let gc = d.general_category();
-                if is_default_ignorable(d)
-                    || matches!(
-                        gc,
-                        GeneralCategory::Format
-                            | GeneralCategory::Control
-                            | GeneralCategory::NonspacingMark
-                            | GeneralCategory::EnclosingMark
-                    )
-                    || (self.after_digit && is_combining_mark(d))
-                {
-                    continue;
-                }
-                match gc {
-                    GeneralCategory::DecimalNumber => ascii_digit(d).unwrap_or(d),
-                    GeneralCategory::DashPunctuation => '-',
-                    _ if d == '\u{2212}' => '-',
-                    _ => numeric_digit(d).unwrap_or(d),
+                match t.step(d) {
+                    STEP_KEEP => d,
+                    STEP_REMOVE => continue,
+                    STEP_MARK if self.after_digit => continue,
+                    STEP_MARK => d,
+                    STEP_DASH => '-',
+                    digit => char::from(b'0' + (digit & 0x0F)),
                 }
             };
             self.step4.push(d);
@@ -1558,6 +1615,8 @@ mod tests {
                     keeps(c) && is_lookalike_slow(c),
                     "kept U+{cp:04X}"
                 );
+                assert_eq!(t.step(c), step_slow(c), "step U+{cp:04X}");
+                assert_eq!(t.stable(c), nfkc_stable(c), "stable U+{cp:04X}");
             }
             assert_eq!(t.word(c), is_word_slow(c), "word U+{cp:04X}");
             let k = t.class(c);
@@ -1588,6 +1647,17 @@ mod tests {
         assert!(!t.inert('\u{2014}') && !t.inert('⑴') && !t.inert('\u{FFF9}'));
         assert!(!t.inert('\u{430}') && t.kept_lookalike('\u{430}') && t.lookalike('\u{3BF}'));
         assert!(!t.lookalike('m') && !t.lookalike('é') && !t.lookalike('会'));
+        assert_eq!(t.step('\u{2014}'), STEP_DASH);
+        assert_eq!(t.step('\u{2212}'), STEP_DASH);
+        assert_eq!(t.step('٣'), STEP_DECIMAL | 3);
+        assert_eq!(t.step('⑴'), STEP_NUMERIC | 1);
+        assert_eq!(t.step('❾'), STEP_NUMERIC | 9);
+        assert_eq!(t.step('\u{301}'), STEP_REMOVE);
+        assert_eq!(t.step('\u{20DD}'), STEP_REMOVE);
+        assert_eq!(t.step('\u{FFF9}'), STEP_REMOVE);
+        assert_eq!(t.step('\u{85}'), STEP_REMOVE);
+        assert_eq!(t.step('\u{93F}'), STEP_MARK);
+        assert_eq!(t.step('é'), STEP_KEEP);
     }
 
     #[test]
