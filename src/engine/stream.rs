@@ -864,7 +864,11 @@ impl<E: Deref<Target = Evaluator>> Session<E> {
 /// pushed text goes through a [`Normalizer`], the core runs on the view, and
 /// each of its releases (a view offset and the regions before it, all final)
 /// is mapped back, so the session releases the original text with the same
-/// regions an evaluation of the whole text writes.
+/// regions an evaluation of the whole text writes. The normalizer writes
+/// the view of a word only once the word rule is settled for it (a word of
+/// look-alikes waits for a letter of another script or its end), so the core
+/// never sees a view character that could still change; the text it holds
+/// counts towards the hold-back limit like the core's.
 #[derive(Debug, Default)]
 struct NormStream {
     normalizer: Normalizer,
