@@ -173,6 +173,31 @@ fn plain_prefix(bytes: &[u8]) -> usize {
         .count()
 }
 
+/// The length of the longest prefix of `s` whose characters steps 1 to 4
+/// keep: plain ASCII, and the inert characters and look-alikes of the tables.
+fn kept_prefix(s: &str) -> usize {
+    let bytes = s.as_bytes();
+    let mut at = plain_prefix(bytes);
+    while let Some(&b) = bytes.get(at) {
+        if b.is_ascii() {
+            let run = plain_prefix(&bytes[at..]);
+            if run == 0 {
+                break;
+            }
+            at += run;
+            continue;
+        }
+        let Some(c) = s[at..].chars().next() else {
+            break;
+        };
+        if tables().info(c) & (INERT | KEPT_LOOK) == 0 {
+            break;
+        }
+        at += c.len_utf8();
+    }
+    at
+}
+
 /// Whether every byte of `bytes` is a [`plain_byte`].
 fn all_plain(bytes: &[u8]) -> bool {
     plain_prefix(bytes) == bytes.len()
@@ -917,19 +942,19 @@ impl Normalizer {
     /// the view of every segment it completes to `view` and its runs to `map`.
     pub(crate) fn push(&mut self, piece: &str, view: &mut String, map: &mut ViewMap) {
         let base = self.open_at + self.open.len();
-        let bytes = piece.as_bytes();
         let mut i = 0;
         while i < piece.len() {
-            if plain_byte(bytes[i]) {
-                // A plain ASCII character begins a segment, so a run of them
-                // up to its last character is whole segments of themselves.
-                let run = plain_prefix(&bytes[i..]);
+            let run = kept_prefix(&piece[i..]);
+            if let Some(lastc) = piece[i..i + run].chars().next_back() {
+                // A character steps 1 to 4 keep (plain ASCII included) begins
+                // a segment and attaches to nothing: a run of them up to its
+                // last character is whole segments of themselves.
                 self.close(view, map);
-                if run > 1 {
-                    self.ascii(&piece[i..i + run - 1], base + i, view, map);
+                let body = run - lastc.len_utf8();
+                if body > 0 {
+                    self.kept(&piece[i..i + body], base + i, view, map);
                 }
-                let lastc = char::from(bytes[i + run - 1]);
-                self.open_at = base + i + run - 1;
+                self.open_at = base + i + body;
                 self.open.push(lastc);
                 self.open_chars = 1;
                 self.last = Some(lastc);
@@ -968,12 +993,26 @@ impl Normalizer {
         }
         let at = self.open_at;
         let seg_len = self.open.len();
-        if seg_len == 1 && plain_byte(self.open.as_bytes()[0]) {
-            // The last character of an ASCII run: its own view.
+        let kept = match self.last {
+            Some(c) if self.open_chars == 1 && c.is_ascii() => plain_byte(c as u8).then_some(false),
+            Some(c) if self.open_chars == 1 => {
+                let info = tables().info(c);
+                (info & (INERT | KEPT_LOOK) != 0).then_some(info & LOOK != 0)
+            }
+            _ => None,
+        };
+        if let Some(look) = kept {
+            // One character steps 1 to 4 keep (the last of a run): its own
+            // view but for the word rule.
             let open = std::mem::take(&mut self.open);
-            self.ascii(&open, at, view, map);
+            if look {
+                self.add(at, seg_len, &open, true, view, map);
+            } else {
+                self.identity(&open, at, view, map);
+            }
+            self.after_digit = open.as_bytes().first().is_some_and(u8::is_ascii_digit);
             self.open = open;
-            self.open_at = at + 1;
+            self.open_at = at + seg_len;
             self.open.clear();
             self.open_chars = 0;
             return;
@@ -1094,42 +1133,82 @@ impl Normalizer {
         }
     }
 
-    /// A run of plain ASCII `body` at original offset `at`: its own view.
-    fn ascii(&mut self, body: &str, at: usize, view: &mut String, map: &mut ViewMap) {
+    /// A run of characters steps 1 to 4 keep (`body`, at original offset
+    /// `at`), each a segment of its own: their own view but for the word
+    /// rule, which may replace a look-alike (a segment alone, so that a
+    /// match maps to it exactly).
+    fn kept(&mut self, body: &str, at: usize, view: &mut String, map: &mut ViewMap) {
         let after_digit = body.as_bytes().last().is_some_and(u8::is_ascii_digit);
-        let (mut body, mut at) = (body, at);
-        while !self.held.pending.is_empty() && !body.is_empty() {
-            // The waiting word is decided by its next letter (Latin: it
-            // mixes) or its end; digits and `_` leave it open.
-            let k = body
-                .bytes()
-                .position(|b| !(b.is_ascii_digit() || b == b'_'))
-                .map_or(body.len(), |k| k + 1);
-            let (head, rest) = body.split_at(k);
+        let mut from = 0;
+        if !body.is_ascii() {
+            let t = tables();
+            for (k, c) in body.char_indices() {
+                if c.is_ascii() || t.info(c) & LOOK == 0 {
+                    continue;
+                }
+                self.identity(&body[from..k], at + from, view, map);
+                let end = k + c.len_utf8();
+                self.add(at + k, end - k, &body[k..end], true, view, map);
+                from = end;
+            }
+        }
+        self.identity(&body[from..], at + from, view, map);
+        self.after_digit = after_digit;
+    }
+
+    /// Characters steps 1 to 4 keep and that hold no look-alike (`chunk`, at
+    /// original offset `at`): their own view.
+    fn identity(&mut self, chunk: &str, at: usize, view: &mut String, map: &mut ViewMap) {
+        let (mut chunk, mut at) = (chunk, at);
+        while !self.held.pending.is_empty() && !chunk.is_empty() {
+            // The waiting word is decided by its end or a letter (of
+            // another script: it mixes); digits and `_` leave it open.
+            let k = chunk
+                .char_indices()
+                .find(|&(_, c)| {
+                    if c.is_ascii() {
+                        !regex_syntax::is_word_byte(c as u8) || c.is_ascii_alphabetic()
+                    } else {
+                        let info = tables().info(c);
+                        info & WORD == 0 || info as u8 != COMMON
+                    }
+                })
+                .map_or(chunk.len(), |(k, c)| k + c.len_utf8());
+            let (head, rest) = chunk.split_at(k);
             self.add(at, head.len(), head, true, view, map);
-            body = rest;
+            chunk = rest;
             at += head.len();
         }
-        self.after_digit = after_digit;
-        if body.is_empty() {
+        if chunk.is_empty() {
             return;
         }
         // Nothing waits: the view is written at once, and only the word the
-        // run ends in matters to what follows.
-        let bytes = body.as_bytes();
-        let word = match bytes.iter().rposition(|&b| !regex_syntax::is_word_byte(b)) {
-            Some(k) => {
-                self.scripts.reset();
-                &bytes[k + 1..]
+        // chunk ends in matters to what follows.
+        let is_word = |c: char| {
+            if c.is_ascii() {
+                regex_syntax::is_word_byte(c as u8)
+            } else {
+                tables().info(c) & WORD != 0
             }
-            None => bytes,
         };
-        if word.iter().any(u8::is_ascii_alphabetic) {
-            self.scripts.add_latin();
+        let word = match chunk.char_indices().rev().find(|&(_, c)| !is_word(c)) {
+            Some((k, c)) => {
+                self.scripts.reset();
+                &chunk[k + c.len_utf8()..]
+            }
+            None => chunk,
+        };
+        for c in word.chars() {
+            if c.is_ascii_alphabetic() {
+                self.scripts.add_latin();
+            } else if !c.is_ascii() {
+                let t = tables();
+                self.scripts.add(t.info(c) as u8, c, t);
+            }
         }
         map.push_identity(self.view_len, at);
-        view.push_str(body);
-        self.view_len += body.len();
+        view.push_str(chunk);
+        self.view_len += chunk.len();
     }
 
     /// Writes out every held segment.
