@@ -649,6 +649,15 @@ impl WordScripts {
         self.add(LATIN, 'a', tables())
     }
 
+    /// Adds a word character `c`; returns whether the word has mixed.
+    fn add_char(&mut self, c: char, t: &Tables) -> bool {
+        if c.is_ascii() {
+            c.is_ascii_alphabetic() && self.add_latin() || self.mixed
+        } else {
+            self.add(t.info(c) as u8, c, t)
+        }
+    }
+
     /// Adds a word character `c` of class `k`; returns whether the word has
     /// mixed scripts.
     #[inline]
@@ -716,43 +725,48 @@ pub(crate) fn may_change(text: &str) -> bool {
 }
 
 /// Whether a word of `text` holding a look-alike mixes scripts, the first
-/// look-alike being at byte `at`: one pass from the start of its word,
-/// following the scripts of every word (a byte compared per character while
-/// a word keeps to one script).
+/// look-alike being at byte `at`: one pass from the start of its word; a
+/// word's scripts are followed from its first look-alike on (its earlier
+/// characters read again then), so a word without one costs a load a
+/// character.
 fn mixes_with_lookalike(text: &str, at: usize, t: &Tables) -> bool {
+    let is_word = |c: char| {
+        if c.is_ascii() {
+            regex_syntax::is_word_byte(c as u8)
+        } else {
+            t.info(c) & WORD != 0
+        }
+    };
     let start = text[..at]
         .char_indices()
         .rev()
-        .find(|&(_, c)| {
-            if c.is_ascii() {
-                !regex_syntax::is_word_byte(c as u8)
-            } else {
-                t.info(c) & WORD == 0
-            }
-        })
+        .find(|&(_, c)| !is_word(c))
         .map_or(0, |(i, c)| i + c.len_utf8());
     let mut scripts = WordScripts::default();
+    let mut word_start = start;
     let mut look = false;
-    for c in text[start..].chars() {
-        let mixed = if c.is_ascii() {
-            let b = c as u8;
-            if !regex_syntax::is_word_byte(b) {
-                scripts.reset();
-                look = false;
-                continue;
-            }
-            b.is_ascii_alphabetic() && scripts.add_latin()
+    for (i, c) in text[start..].char_indices() {
+        let info = if c.is_ascii() { 0 } else { t.info(c) };
+        if !(if c.is_ascii() {
+            regex_syntax::is_word_byte(c as u8)
         } else {
-            let info = t.info(c);
-            if info & WORD == 0 {
-                scripts.reset();
-                look = false;
+            info & WORD != 0
+        }) {
+            look = false;
+            word_start = start + i + c.len_utf8();
+            continue;
+        }
+        if !look {
+            if info & KEPT_LOOK == 0 {
                 continue;
             }
-            look |= info & KEPT_LOOK != 0;
-            scripts.add(info as u8, c, t)
-        };
-        if mixed && look {
+            look = true;
+            scripts.reset();
+            for w in text[word_start..start + i].chars() {
+                scripts.add_char(w, t);
+            }
+        }
+        if scripts.add_char(c, t) {
             return true;
         }
     }
@@ -857,41 +871,89 @@ struct Held {
 
 impl Held {
     /// The word has mixed scripts: its waiting look-alikes become their
-    /// skeletons. Only the text from the first of them is rewritten, once
+    /// skeletons. A segment that is its own view is cut around each of them
+    /// (so that a match maps to the look-alike alone); another segment's view
+    /// is rewritten. Only the text from the first of them is rewritten, once
     /// (the held text is written out right after).
     fn replace_pending(&mut self) {
         let Some(&first) = self.pending.first() else {
             return;
         };
         let tail = self.text.split_off(first);
-        let mut from = 0;
-        let mut pending = self.pending.drain(..).map(|p| p - first).peekable();
-        for seg in self.segments.iter_mut().filter(|s| s.end > first) {
-            let end = seg.end - first;
-            while let Some(p) = pending.next_if(|&p| p < end) {
-                self.text.push_str(&tail[from..p]);
-                let Some(c) = tail[p..].chars().next() else {
+        let mut copied = first;
+        // Old text up to old offset `x`, copied: the new offset of `x`.
+        let copy_to = |text: &mut String, copied: &mut usize, x: usize| -> usize {
+            if x <= first {
+                return x;
+            }
+            if x > *copied {
+                text.push_str(&tail[*copied - first..x - first]);
+                *copied = x;
+            }
+            text.len()
+        };
+        let mut pending = std::mem::take(&mut self.pending).into_iter().peekable();
+        let keep = self.segments.partition_point(|s| s.end <= first);
+        let mut start = keep
+            .checked_sub(1)
+            .and_then(|k| self.segments.get(k))
+            .map_or(0, |s| s.end);
+        let old = self.segments.split_off(keep);
+        for seg in old {
+            let mut cursor = start;
+            let mut same = seg.same;
+            while let Some(p) = pending.next_if(|&p| p < seg.end) {
+                let Some(c) = tail[p - first..].chars().next() else {
                     break;
                 };
-                push_skeleton(c, &mut self.text);
-                from = p + c.len_utf8();
-                seg.same = false;
+                let end = copy_to(&mut self.text, &mut copied, p);
+                if seg.same {
+                    if p > cursor {
+                        self.segments.push(HeldSegment {
+                            at: seg.at + (cursor - start),
+                            len: p - cursor,
+                            end,
+                            same: true,
+                        });
+                    }
+                    push_skeleton(c, &mut self.text);
+                    self.segments.push(HeldSegment {
+                        at: seg.at + (p - start),
+                        len: c.len_utf8(),
+                        end: self.text.len(),
+                        same: false,
+                    });
+                } else {
+                    push_skeleton(c, &mut self.text);
+                    same = false;
+                }
+                copied = p + c.len_utf8();
+                cursor = copied;
             }
-            self.text.push_str(&tail[from..end]);
-            from = end;
-            seg.end = self.text.len();
+            let end = copy_to(&mut self.text, &mut copied, seg.end);
+            if !seg.same {
+                self.segments.push(HeldSegment { end, same, ..seg });
+            } else if seg.end > cursor {
+                self.segments.push(HeldSegment {
+                    at: seg.at + (cursor - start),
+                    len: seg.end - cursor,
+                    end,
+                    same: true,
+                });
+            }
+            start = seg.end;
         }
-        // Look-alikes of the segment being added.
+        // Look-alikes of a changed segment being added.
         for p in pending {
-            self.text.push_str(&tail[from..p]);
-            let Some(c) = tail[p..].chars().next() else {
+            let Some(c) = tail[p - first..].chars().next() else {
                 break;
             };
+            copy_to(&mut self.text, &mut copied, p);
             push_skeleton(c, &mut self.text);
-            from = p + c.len_utf8();
+            copied = p + c.len_utf8();
             self.changed_open = true;
         }
-        self.text.push_str(&tail[from..]);
+        self.text.push_str(&tail[copied - first..]);
     }
 }
 
@@ -1072,8 +1134,9 @@ impl Normalizer {
     }
 
     /// The word rule over the view `text` of original bytes `[at, at + len)`
-    /// (`same`: the view is those bytes): written out at once unless a
-    /// look-alike of a word that has not mixed yet waits in it or before it.
+    /// (`same`: the view is those bytes, and a look-alike it replaces is cut
+    /// out as a segment of its own): written out at once unless a look-alike
+    /// of a word that has not mixed yet waits in it or before it.
     fn add(
         &mut self,
         at: usize,
@@ -1084,102 +1147,132 @@ impl Normalizer {
         map: &mut ViewMap,
     ) {
         self.held.changed_open = false;
-        for d in text.chars() {
-            self.word_char(d);
+        // With `same`: where the part of `text` not yet a segment begins.
+        let mut from = at;
+        for (k, d) in text.char_indices() {
+            // An ASCII text never builds the tables: its letters are Latin.
+            let (word, look, class) = if d.is_ascii() {
+                (regex_syntax::is_word_byte(d as u8), false, LATIN)
+            } else {
+                let info = tables().info(d);
+                (info & WORD != 0, info & LOOK != 0, info as u8)
+            };
+            if !word {
+                // The word ended with one script: its look-alikes stay, and
+                // what was held for it is final.
+                let waited = !self.held.pending.is_empty();
+                self.held.pending.clear();
+                self.scripts.reset();
+                self.held.text.push(d);
+                if waited && same {
+                    let end = at + k + d.len_utf8();
+                    self.held.segments.push(HeldSegment {
+                        at: from,
+                        len: end - from,
+                        end: self.held.text.len(),
+                        same: true,
+                    });
+                    from = end;
+                    self.write_held(view, map);
+                }
+                continue;
+            }
+            let mixed = if d.is_ascii() {
+                d.is_ascii_alphabetic() && self.scripts.add_latin()
+            } else {
+                self.scripts.add(class, d, tables())
+            };
+            if mixed && (look || !self.held.pending.is_empty()) && same && at + k > from {
+                self.held.segments.push(HeldSegment {
+                    at: from,
+                    len: at + k - from,
+                    end: self.held.text.len(),
+                    same: true,
+                });
+                from = at + k;
+            }
+            if mixed && !self.held.pending.is_empty() {
+                self.held.replace_pending();
+            }
+            if !look {
+                self.held.text.push(d);
+            } else if !mixed {
+                if same && self.held.pending.is_empty() {
+                    // The first look-alike of the word: what comes before it
+                    // is final, the view waits from here.
+                    if at + k > from {
+                        self.held.segments.push(HeldSegment {
+                            at: from,
+                            len: at + k - from,
+                            end: self.held.text.len(),
+                            same: true,
+                        });
+                        from = at + k;
+                    }
+                    self.write_held(view, map);
+                }
+                self.held.pending.push(self.held.text.len());
+                self.held.text.push(d);
+            } else if same {
+                push_skeleton(d, &mut self.held.text);
+                self.held.segments.push(HeldSegment {
+                    at: at + k,
+                    len: d.len_utf8(),
+                    end: self.held.text.len(),
+                    same: false,
+                });
+                from = at + k + d.len_utf8();
+            } else {
+                push_skeleton(d, &mut self.held.text);
+                self.held.changed_open = true;
+            }
         }
-        self.held.segments.push(HeldSegment {
-            at,
-            len,
-            end: self.held.text.len(),
-            same: same && !self.held.changed_open,
-        });
+        if !same {
+            self.held.segments.push(HeldSegment {
+                at,
+                len,
+                end: self.held.text.len(),
+                same: false,
+            });
+        } else if at + len > from {
+            self.held.segments.push(HeldSegment {
+                at: from,
+                len: at + len - from,
+                end: self.held.text.len(),
+                same: true,
+            });
+        }
         if self.held.pending.is_empty() {
             self.write_held(view, map);
         }
     }
 
-    /// One view character through the word rule, to the held text.
-    fn word_char(&mut self, d: char) {
-        // An ASCII text never builds the tables: its letters are Latin.
-        let (word, look, class) = if d.is_ascii() {
-            (regex_syntax::is_word_byte(d as u8), false, LATIN)
-        } else {
-            let info = tables().info(d);
-            (info & WORD != 0, info & LOOK != 0, info as u8)
-        };
-        if !word {
-            // The word ended with one script: its look-alikes stay.
-            self.held.pending.clear();
-            self.scripts.reset();
-            self.held.text.push(d);
-            return;
-        }
-        let mixed = if d.is_ascii() {
-            d.is_ascii_alphabetic() && self.scripts.add_latin()
-        } else {
-            self.scripts.add(class, d, tables())
-        };
-        if mixed && !self.held.pending.is_empty() {
-            self.held.replace_pending();
-        }
-        if !look {
-            self.held.text.push(d);
-        } else if mixed {
-            push_skeleton(d, &mut self.held.text);
-            self.held.changed_open = true;
-        } else {
-            self.held.pending.push(self.held.text.len());
-            self.held.text.push(d);
-        }
-    }
-
     /// A run of characters steps 1 to 4 keep (`body`, at original offset
     /// `at`), each a segment of its own: their own view but for the word
-    /// rule, which may replace a look-alike (a segment alone, so that a
-    /// match maps to it exactly).
+    /// rule, which may replace a look-alike.
     fn kept(&mut self, body: &str, at: usize, view: &mut String, map: &mut ViewMap) {
         let after_digit = body.as_bytes().last().is_some_and(u8::is_ascii_digit);
-        let mut from = 0;
-        if !body.is_ascii() {
+        let looks = !body.is_ascii() && {
             let t = tables();
-            for (k, c) in body.char_indices() {
-                if c.is_ascii() || t.info(c) & LOOK == 0 {
-                    continue;
-                }
-                self.identity(&body[from..k], at + from, view, map);
-                let end = k + c.len_utf8();
-                self.add(at + k, end - k, &body[k..end], true, view, map);
-                from = end;
-            }
+            body.chars().any(|c| !c.is_ascii() && t.info(c) & LOOK != 0)
+        };
+        if looks {
+            self.add(at, body.len(), body, true, view, map);
+        } else {
+            self.identity(body, at, view, map);
         }
-        self.identity(&body[from..], at + from, view, map);
         self.after_digit = after_digit;
     }
 
     /// Characters steps 1 to 4 keep and that hold no look-alike (`chunk`, at
     /// original offset `at`): their own view.
     fn identity(&mut self, chunk: &str, at: usize, view: &mut String, map: &mut ViewMap) {
-        let (mut chunk, mut at) = (chunk, at);
-        while !self.held.pending.is_empty() && !chunk.is_empty() {
-            // The waiting word is decided by its end or a letter (of
-            // another script: it mixes); digits and `_` leave it open.
-            let k = chunk
-                .char_indices()
-                .find(|&(_, c)| {
-                    if c.is_ascii() {
-                        !regex_syntax::is_word_byte(c as u8) || c.is_ascii_alphabetic()
-                    } else {
-                        let info = tables().info(c);
-                        info & WORD == 0 || info as u8 != COMMON
-                    }
-                })
-                .map_or(chunk.len(), |(k, c)| k + c.len_utf8());
-            let (head, rest) = chunk.split_at(k);
-            self.add(at, head.len(), head, true, view, map);
-            chunk = rest;
-            at += head.len();
-        }
         if chunk.is_empty() {
+            return;
+        }
+        if !self.held.pending.is_empty() {
+            // A word waits: this may decide it.
+            self.add(at, chunk.len(), chunk, true, view, map);
             return;
         }
         // Nothing waits: the view is written at once, and only the word the
