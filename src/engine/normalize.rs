@@ -53,6 +53,18 @@
 //! Nothing is decoded: percent-encoding, HTML entities, base64 and a
 //! spelled-out `(at)` are a policy's job (a rule can match them).
 //!
+//! # Cost
+//!
+//! What the view needs to know of a character (its step, whether NFKC
+//! leaves it alone, whether it is a look-alike or a word character, its
+//! script class) is one table load for the Basic Multilingual Plane (a table
+//! built once per process, [`warm`]). A printable ASCII text is tested 64
+//! bytes at a time and builds nothing. A text whose characters the view keeps
+//! builds no view unless a word holding a look-alike mixes scripts (only
+//! such words have their scripts read). When a view is built, a run of kept
+//! characters is written as a run; only the others are normalized segment by
+//! segment. Measured costs are in `BENCHMARKS.md`.
+//!
 //! # The map
 //!
 //! The view is a list of runs: an *identity* run (segments that normalized to
