@@ -480,9 +480,9 @@ fn info_slow(c: char) -> u32 {
 }
 
 /// What the view needs to know of every code point of the Basic
-/// Multilingual Plane, built once (about 12 ms, at the first
-/// non-ASCII text the view is asked about, or by [`warm`]): the crates'
-/// lookups cost a binary search or more each, a table one load.
+/// Multilingual Plane, built once (about 12 ms, at the first non-ASCII text
+/// the view is asked about, or by [`warm`]): the crates' lookups cost a
+/// binary search or more each, a table one load.
 struct Tables {
     /// The information word of every code point of the BMP.
     info: Vec<u32>,
@@ -629,9 +629,9 @@ fn tables() -> &'static Tables {
     TABLES.get_or_init(Tables::build)
 }
 
-/// Builds the view's character tables now (about 41 M instructions, 12 ms, once per process),
-/// so that no request pays for them: a server whose `engine.normalize` is
-/// `evasion` calls it at start-up.
+/// Builds the view's character tables now (about 41 M instructions, 12 ms,
+/// once per process), so that no request pays for them: a server whose
+/// `engine.normalize` is `evasion` calls it at start-up.
 pub fn warm() {
     tables();
 }
