@@ -32,6 +32,16 @@ The outage on the 3rd affected servers in two regions; 97.5% of requests were se
 You can follow the status page for updates, and our team lead, Jane Doe (jane.doe@example.com), \
 will follow up by Friday. Let me know if anything else is unclear. ";
 
+/// The same reply in several scripts (SPEC §15 round 2 looks at it word by
+/// word): Cyrillic and Greek words full of look-alikes, em dashes, an e-mail
+/// with a Cyrillic letter in it.
+const REPLY_MIXED: &str =
+    "Спасибо за обращение! Я проверил заявку TCK-004211 — вот что я нашёл.\n\n\
+1. Счёт за март (итого $1,284.50) отправлен на billing@example.com 14-го.\n\
+2. Η εγγραφή δείχνει ότι ο λογαριασμός άνοιξε το 2019 — και αναβαθμίστηκε δύο φορές.\n\
+3. Если нужна копия, позвоните по номеру (212) 555-0199 или ответьте на это письмо.\n\n\
+Наш руководитель, Jane Doe (jan\u{435}.doe@example.com), ответит до пятницы. ";
+
 /// Cuts `text` into pieces of about `size` bytes, at code-point boundaries.
 fn pieces(text: &str, size: usize) -> Vec<&str> {
     let mut out = Vec::new();
@@ -77,13 +87,18 @@ fn mean_holdback(e: &Evaluator, parts: &[&str], opts: StreamOptions) -> f64 {
 /// `HELIXOR_BENCH_ONCE=eval|N|none`: one evaluation, or one session in
 /// N-byte pieces, of the 1 MiB reply, then exit: for instruction counts
 /// under `valgrind --tool=callgrind` (subtract the `none` run's count).
-/// `HELIXOR_BENCH_NORMALIZE=evasion` runs both through the SPEC §15 view.
+/// `HELIXOR_BENCH_NORMALIZE=evasion` runs both through the SPEC §15 view;
+/// `HELIXOR_BENCH_REPLY=mixed` takes the reply in several scripts.
 fn once() -> bool {
     let Ok(mode) = std::env::var("HELIXOR_BENCH_ONCE") else {
         return false;
     };
     let e = evaluator();
-    let mib = fill(REPLY, 1024 * 1024);
+    let reply = match std::env::var("HELIXOR_BENCH_REPLY").as_deref() {
+        Ok("mixed") => REPLY_MIXED,
+        _ => REPLY,
+    };
+    let mib = fill(reply, 1024 * 1024);
     let normalize: Normalize = std::env::var("HELIXOR_BENCH_NORMALIZE")
         .map_or(Ok(Normalize::None), |n| n.parse())
         .unwrap();

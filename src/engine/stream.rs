@@ -176,6 +176,17 @@ pub struct Blocked {
     pub triggers: Vec<(String, Severity)>,
 }
 
+impl Blocked {
+    /// Blocked for holding back more than `stream.max_holdback_chars`.
+    fn holdback() -> Self {
+        Self {
+            action: HOLDBACK_ACTION.to_string(),
+            reason: HOLDBACK_REASON.to_string(),
+            triggers: Vec::new(),
+        }
+    }
+}
+
 /// The liveness automata of one evaluator, built once.
 pub(super) struct LivePlan {
     rules: Vec<LiveRule>,
@@ -853,7 +864,11 @@ impl<E: Deref<Target = Evaluator>> Session<E> {
 /// pushed text goes through a [`Normalizer`], the core runs on the view, and
 /// each of its releases (a view offset and the regions before it, all final)
 /// is mapped back, so the session releases the original text with the same
-/// regions an evaluation of the whole text writes.
+/// regions an evaluation of the whole text writes. The normalizer writes
+/// the view of a word only once the word rule is settled for it (a word of
+/// look-alikes waits for a letter of another script or its end), so the core
+/// never sees a view character that could still change; the text it holds
+/// counts towards the hold-back limit like the core's.
 #[derive(Debug, Default)]
 struct NormStream {
     normalizer: Normalizer,
@@ -886,7 +901,14 @@ impl NormStream {
         if core.blocked.is_some() {
             return Released::default();
         }
-        self.release(core, false)
+        let out = self.release(core, false);
+        // The normalizer holds text too (a word that may still mix scripts,
+        // however long): the limit counts the original text held anywhere.
+        if self.pushed_chars - self.released_chars > core.opts.max_holdback_chars {
+            core.blocked = Some(Blocked::holdback());
+            return Released::default();
+        }
+        out
     }
 
     fn finish(&mut self, core: &mut Core, ev: &Evaluator) -> Released {
@@ -1175,11 +1197,7 @@ impl Core {
         }
         let out = self.release(q, n, eoi);
         if !eoi && self.held_chars() > self.opts.max_holdback_chars {
-            self.blocked = Some(Blocked {
-                action: HOLDBACK_ACTION.to_string(),
-                reason: HOLDBACK_REASON.to_string(),
-                triggers: Vec::new(),
-            });
+            self.blocked = Some(Blocked::holdback());
             return Released::default();
         }
         out

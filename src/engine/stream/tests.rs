@@ -565,3 +565,83 @@ mod deferral {
         }
     }
 }
+
+/// Options that match through the evasion view (SPEC §15) and redact FATAL
+/// matches.
+fn evasion() -> StreamOptions {
+    StreamOptions {
+        normalize: Normalize::Evasion,
+        ..redacting()
+    }
+}
+
+#[test]
+fn evasion_holds_a_word_only_while_it_may_still_mix_scripts() {
+    let e = builtin_only();
+    let mut s = e.stream(evasion());
+    let mut out = String::new();
+    // Words of one script are released as they end (the last character is
+    // an open segment: a mark could still follow it).
+    out.push_str(&s.push("Ещё раз, ").text);
+    assert_eq!(out, "Ещё раз,");
+    // A Cyrillic word of look-alikes waits: a Latin letter would rewrite it.
+    out.push_str(&s.push("\u{430}\u{445}").text);
+    assert_eq!(out, "Ещё раз, ");
+    assert_eq!(s.held_chars(), 2);
+    out.push_str(&s.push("12").text);
+    assert_eq!(s.held_chars(), 4, "digits leave it open");
+    // Its end decides it: one script, written as it is.
+    out.push_str(&s.push(" then, ").text);
+    assert_eq!(out, "Ещё раз, \u{430}\u{445}12 then,");
+    assert_eq!(s.held_chars(), 1);
+    // A Latin letter decides it too: the word mixes, and is an address.
+    for piece in ["j\u{430}", "ne@ex\u{430}mple.com", " ok"] {
+        let r = s.push(piece);
+        assert!(!r.text.contains('@') && !r.text.contains("ne"), "{r:?}");
+        out.push_str(&r.text);
+    }
+    out.push_str(&s.finish().text);
+    assert_eq!(out, "Ещё раз, \u{430}\u{445}12 then, [REDACTED_EMAIL] ok");
+}
+
+#[test]
+fn a_lookalike_address_is_redacted_whole_whatever_the_pieces() {
+    let e = builtin_only();
+    for text in [
+        "mail jan\u{435}.doe@example.com now",
+        "mail j\u{430}ne.doe@\u{435}\u{445}ample.com now",
+        "mail jane.d\u{3BF}e@example.com now",
+    ] {
+        let whole = e.evaluate_with(text, Normalize::Evasion);
+        assert_eq!(whole.clean_text, "mail [REDACTED_EMAIL] now");
+        for size in 1..=9 {
+            let (out, blocked) = run(&e, text, size, evasion());
+            assert_eq!(blocked, None);
+            assert_eq!(
+                out.concat(),
+                "mail [REDACTED_EMAIL] now",
+                "{text:?} in {size}s"
+            );
+        }
+    }
+}
+
+#[test]
+fn evasion_holdback_limit_counts_a_word_the_view_holds() {
+    let e = builtin_only();
+    let opts = StreamOptions {
+        max_holdback_chars: 10,
+        ..evasion()
+    };
+    let mut s = e.stream(opts);
+    assert_eq!(s.push("ok, ").text, "ok,");
+    // A word of Cyrillic look-alikes that never ends: held, then fails closed.
+    assert_eq!(s.push(&"\u{430}".repeat(10)).text, " ");
+    assert_eq!(s.held_chars(), 10);
+    assert!(s.blocked().is_none());
+    assert_eq!(s.push("\u{430}").text, "");
+    let b = s.blocked().unwrap();
+    assert_eq!(b.action, HOLDBACK_ACTION);
+    assert_eq!(b.reason, HOLDBACK_REASON);
+    assert_eq!(s.finish().text, "");
+}
