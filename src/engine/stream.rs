@@ -102,7 +102,7 @@
 //! character as look-behind context. Measured costs are in `BENCHMARKS.md`.
 
 use super::normalize::{self, Normalize, Normalizer, ViewMap};
-use super::{sweep, validate, write_regions, Caches, Evaluator, Item, Severity};
+use super::{validate, write_regions, Caches, Evaluator, Severity};
 use crate::builtins::HARD_RULES;
 use crate::pattern::{NEST_LIMIT, PATTERN_SIZE_LIMIT};
 use regex_automata::hybrid::dfa::{Cache as LazyCache, DFA};
@@ -111,7 +111,8 @@ use regex_automata::nfa::thompson;
 use regex_automata::util::look::{Look, LookMatcher};
 use regex_automata::util::{start, syntax};
 use regex_automata::{Anchored, MatchKind};
-use std::collections::{HashMap, HashSet};
+use std::cmp::Reverse;
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::ops::Deref;
 use std::sync::Arc;
 
@@ -659,15 +660,11 @@ struct RuleState {
     dirty: Option<(usize, usize)>,
 }
 
-/// A committed match not yet released.
-struct Pending {
-    start: usize,
-    end: usize,
-    key: (usize, usize),
-    /// The matcher that found it; its placeholder is looked up (in the
-    /// plan) when the text is written.
-    matcher: usize,
-}
+/// A committed match not yet released, in the order of the §6.3 sweep:
+/// absolute start, end descending, sort key; then the matcher that found
+/// it (its placeholder is looked up in the plan when the text is written).
+/// Offsets are absolute, so dropping released text moves none of them.
+type Pending = (usize, Reverse<usize>, (usize, usize), usize);
 
 /// A stream session over one evaluator (one pack of one generation), held
 /// through `E`: a borrow ([`StreamSession`]) or a shared handle
@@ -715,7 +712,10 @@ struct Core {
     /// no text of its own).
     tap: Option<Vec<(usize, usize, String)>>,
     rules: Vec<RuleState>,
-    pending: Vec<Pending>,
+    /// Committed matches not yet released, kept in sweep order: a release
+    /// visits only those that start before its cut, however many wait
+    /// after it (a long held run full of matches costs each push nothing).
+    pending: BTreeSet<Pending>,
     /// Reused between pushes: (non-inner byte, rules it is the last one
     /// of) entries, room for 65 (see [`Core::advance_all`]).
     scratch: Vec<(usize, u64)>,
@@ -739,9 +739,23 @@ struct Core {
     /// every push.
     caches: Option<Box<Caches>>,
     live: Option<Box<LiveCaches>>,
+    /// `lookahead_chars`' scan state (see [`Core::whitespace_cut`]).
+    ws: WhitespaceScan,
     /// Tests turn deferral off to check that it changes no release.
     #[cfg(test)]
     defer: bool,
+}
+
+/// Where [`Core::whitespace_cut`] stands, in absolute offsets: the last L − 1
+/// code points begin at `limit` (code point `limit_chars` of the stream),
+/// the text from the release point to `upto` has been looked at, and the
+/// last whitespace there outside every region ends at `last`.
+#[derive(Debug, Default)]
+struct WhitespaceScan {
+    limit: usize,
+    limit_chars: usize,
+    upto: usize,
+    last: Option<usize>,
 }
 
 impl<E: Deref<Target = Evaluator>> std::fmt::Debug for Session<E> {
@@ -1011,7 +1025,7 @@ impl Core {
                     dirty: None,
                 })
                 .collect(),
-            pending: Vec::new(),
+            pending: BTreeSet::new(),
             scratch: vec![(0, 0); 65],
             last_outer: vec![0; count.min(64)],
             busy,
@@ -1023,6 +1037,7 @@ impl Core {
             finished: false,
             caches: Some(Box::new(caches)),
             live: Some(Box::new(live)),
+            ws: WhitespaceScan::default(),
             #[cfg(test)]
             defer: true,
         }
@@ -1126,12 +1141,19 @@ impl Core {
                 st.p = st.p.max(n);
                 continue;
             }
-            min_p = min_p.min(st.p);
             if !eoi && !st.threads.is_empty() {
                 self.drop_terminal(i, live.0[i].as_mut());
             }
             let st = &mut self.rules[i];
             if st.dirty.is_some() || !has_dfa {
+                // The exact search looks from here: only this text needs
+                // the required bytes (not the text a live thread holds
+                // back, which would be scanned again at every push).
+                let from = match st.dirty {
+                    Some((lo, _)) if has_dfa => st.p.max(lo),
+                    _ => st.p,
+                };
+                min_p = min_p.min(from);
                 searching |= rule_bit(i);
                 continue;
             }
@@ -1478,12 +1500,8 @@ impl Core {
             if validate(m.validator, &self.buf[s..e]) {
                 let slot = self.plan.slot[i];
                 let (key, _) = ev.redaction_key(i);
-                self.pending.push(Pending {
-                    start: s,
-                    end: e,
-                    key,
-                    matcher: i,
-                });
+                let at = self.dropped;
+                self.pending.insert((at + s, Reverse(at + e), key, i));
                 self.fired[slot] = true;
                 fatal |= self.plan.slots[slot].severity == Severity::Fatal;
             }
@@ -1615,23 +1633,25 @@ impl Core {
                 redacted: false,
             };
         }
-        let regions = if self.pending.is_empty() {
-            Vec::new()
-        } else {
-            let mut items: Vec<Item<'_>> = self
-                .pending
-                .iter()
-                .map(|p| {
-                    (
-                        p.start,
-                        p.end,
-                        p.key,
-                        self.plan.placeholders[p.matcher].as_str(),
-                    )
-                })
-                .collect();
-            sweep(&mut items)
-        };
+        if q <= self.head {
+            return Released::default();
+        }
+        // The §6.3 sweep over the matches that start before `q`, in order:
+        // a match starting at `q` or after cannot join a region that ends
+        // by `q`, and one that ends after it stops the release anyway.
+        let at = self.dropped;
+        let plan = Arc::clone(&self.plan);
+        let mut regions: Vec<(usize, usize, &str)> = Vec::new();
+        for &(s, Reverse(e), _, matcher) in self
+            .pending
+            .range(..(at + q, Reverse(usize::MAX), (0, 0), 0))
+        {
+            let (s, e) = (s - at, e - at);
+            match regions.last_mut() {
+                Some(last) if s < last.1 => last.1 = last.1.max(e),
+                _ => regions.push((s, e, plan.placeholders[matcher].as_str())),
+            }
+        }
         // A region that a later match (starting at `q` or after) could still
         // extend is not released, nor anything after it.
         let mut cut = q;
@@ -1658,7 +1678,10 @@ impl Core {
         }
         let redacted = !regions.is_empty();
         self.released_chars += char_count(&self.buf[self.head..cut]);
-        self.pending.retain(|p| p.start >= cut);
+        // Every match that starts before the cut ends by it.
+        self.pending = self
+            .pending
+            .split_off(&(at + cut, Reverse(usize::MAX), (0, 0), 0));
         self.head = cut;
         self.compact();
         Released { text, redacted }
@@ -1667,23 +1690,64 @@ impl Core {
     /// The Python runtime's cut (`lookahead_chars` = L): just after the last
     /// whitespace character followed by at least L − 1 code points, outside
     /// every region and no later than `cut`; nothing when there is none.
-    fn whitespace_cut(&self, cut: usize, n: usize, regions: &[(usize, usize, &str)]) -> usize {
-        let mut limit = n;
-        let mut tail = self.buf[self.head..n].char_indices().rev();
-        for _ in 1..self.opts.lookahead_chars {
-            match tail.next() {
-                Some((idx, _)) => limit = self.head + idx,
-                None => return self.head,
+    ///
+    /// Incremental: where the last L − 1 code points begin and the last
+    /// such whitespace found so far are kept across pushes, so a long run
+    /// without whitespace is scanned once, not once a push.
+    fn whitespace_cut(&mut self, cut: usize, n: usize, regions: &[(usize, usize, &str)]) -> usize {
+        let at = self.dropped;
+        let (head, end_abs) = (at + self.head, at + n);
+        let ws = &mut self.ws;
+        // The absolute code-point index where the last L − 1 begin.
+        let Some(target) = self
+            .pushed_chars
+            .checked_sub(self.opts.lookahead_chars - 1)
+            .filter(|&t| t > self.released_chars)
+        else {
+            return self.head;
+        };
+        if ws.limit < head {
+            ws.limit = head;
+            ws.limit_chars = self.released_chars;
+        }
+        while ws.limit_chars < target && ws.limit < end_abs {
+            ws.limit = at + next_char(&self.buf, ws.limit - at);
+            ws.limit_chars += 1;
+        }
+        let end = cut.min(ws.limit - at);
+        if ws.upto < head {
+            ws.upto = head;
+            ws.last = None;
+        }
+        if ws.last.is_some_and(|w| w <= head) {
+            ws.last = None;
+        }
+        if at + end < ws.upto {
+            // The end moved back (a region now stops the cut earlier): look
+            // back from it, as the whole-text rule does.
+            for (idx, c) in self.buf[self.head..end].char_indices().rev() {
+                let w = self.head + idx;
+                if c.is_whitespace() && !regions.iter().any(|r| r.0 <= w && w < r.1) {
+                    return w + c.len_utf8();
+                }
+            }
+            return self.head;
+        }
+        let mut k = 0;
+        for (idx, c) in self.buf[ws.upto - at..end].char_indices() {
+            if !c.is_whitespace() {
+                continue;
+            }
+            let w = ws.upto - at + idx;
+            while regions.get(k).is_some_and(|r| r.1 <= w) {
+                k += 1;
+            }
+            if regions.get(k).is_none_or(|r| w < r.0) {
+                ws.last = Some(at + w + c.len_utf8());
             }
         }
-        let end = cut.min(limit);
-        for (idx, c) in self.buf[self.head..end].char_indices().rev() {
-            let w = self.head + idx;
-            if c.is_whitespace() && !regions.iter().any(|r| r.0 <= w && w < r.1) {
-                return w + c.len_utf8();
-            }
-        }
-        self.head
+        ws.upto = at + end;
+        ws.last.map_or(self.head, |w| w - at)
     }
 
     /// Drops released bytes once they are most of the buffer, keeping the
@@ -1711,10 +1775,6 @@ impl Core {
             r.dirty = r
                 .dirty
                 .map(|(lo, hi)| (lo.max(shift) - shift, hi.max(shift) - shift));
-        }
-        for p in &mut self.pending {
-            p.start -= shift;
-            p.end -= shift;
         }
     }
 }
