@@ -101,8 +101,11 @@
 //! held text), and released text is dropped from the buffer, keeping one
 //! character as look-behind context. Measured costs are in `BENCHMARKS.md`.
 
+use super::decision::{Decision, Source, Trigger, BLOCKED_TEXT};
 use super::normalize::{self, Normalize, Normalizer, ViewMap};
+use super::receipt::receipt_hash_of;
 use super::{validate, write_regions, Caches, Evaluator, Severity};
+use crate::builtins::CODONS;
 use crate::builtins::HARD_RULES;
 use crate::pattern::{NEST_LIMIT, PATTERN_SIZE_LIMIT};
 use regex_automata::hybrid::dfa::{Cache as LazyCache, DFA};
@@ -111,10 +114,12 @@ use regex_automata::nfa::thompson;
 use regex_automata::util::look::{Look, LookMatcher};
 use regex_automata::util::{start, syntax};
 use regex_automata::{Anchored, MatchKind};
+use sha2::{Digest, Sha256};
 use std::cmp::Reverse;
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::ops::Deref;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 /// Default of `stream.max_holdback_chars`.
 pub const DEFAULT_MAX_HOLDBACK_CHARS: usize = 65_536;
@@ -122,6 +127,13 @@ pub const DEFAULT_MAX_HOLDBACK_CHARS: usize = 65_536;
 pub const HOLDBACK_REASON: &str = "Stream hold-back limit exceeded";
 /// Action of a session blocked for holding back too much.
 pub const HOLDBACK_ACTION: &str = "block_stream_holdback_limit";
+/// Default of `stream.max_session_ms`.
+pub const DEFAULT_MAX_SESSION_MS: u64 = 5000;
+/// Reason of a session stopped for spending more than `max_session_ms`
+/// (fail closed).
+pub const COST_REASON: &str = "Stream cost limit exceeded";
+/// Action of a session stopped for spending more than `max_session_ms`.
+pub const COST_ACTION: &str = "block_stream_cost_limit";
 
 /// Lazy-DFA cache of one rule's liveness automaton in one session.
 const LIVE_CACHE_BYTES: usize = 1 << 20;
@@ -144,6 +156,10 @@ pub struct StreamOptions {
     /// Match through the evasion view (SPEC §15): releases are the original
     /// text, redacted where the view matched.
     pub normalize: Normalize,
+    /// Engine time the session may spend, in milliseconds, over all its
+    /// pushes and its finish: past it the session stops working and fails
+    /// closed ([`COST_ACTION`]), whatever the text does to the engine.
+    pub max_session_ms: u64,
 }
 
 impl Default for StreamOptions {
@@ -153,6 +169,7 @@ impl Default for StreamOptions {
             lookahead_chars: 0,
             max_holdback_chars: DEFAULT_MAX_HOLDBACK_CHARS,
             normalize: Normalize::None,
+            max_session_ms: DEFAULT_MAX_SESSION_MS,
         }
     }
 }
@@ -169,7 +186,8 @@ pub struct Released {
 /// Why a session stopped releasing (owned: built once, when it blocks).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Blocked {
-    /// The deciding action (`block_<id>`, a hard rule's, or [`HOLDBACK_ACTION`]).
+    /// The deciding action (`block_<id>`, a hard rule's, [`HOLDBACK_ACTION`]
+    /// or [`COST_ACTION`]).
     pub action: String,
     /// Its reason.
     pub reason: String,
@@ -676,6 +694,12 @@ pub struct Session<E: Deref<Target = Evaluator>> {
     /// With [`Normalize::Evasion`]: the core runs on the view, and this
     /// writes the original text.
     norm: Option<Box<NormStream>>,
+    /// The text pushed so far, hashed as it arrives (the receipt's
+    /// `sha256_payload`: the session never holds the whole text).
+    hasher: Sha256,
+    /// Engine time spent in pushes and the finish, and the most it may be.
+    spent: Duration,
+    budget: Duration,
 }
 
 /// A session that borrows its evaluator ([`Evaluator::stream`]).
@@ -733,8 +757,17 @@ struct Core {
     fired: Vec<bool>,
     pushed_chars: usize,
     released_chars: usize,
+    /// The first reason to stop releasing; a blocked core goes on judging
+    /// (its releases are dropped) unless it is `stopped`.
     blocked: Option<Blocked>,
+    /// Out of engine time: does no more work at all.
+    stopped: bool,
     finished: bool,
+    /// The committed matches, for the decision.
+    spans: SpanLog,
+    /// Tests add this to the engine time of every call.
+    #[cfg(test)]
+    extra_time: Duration,
     /// Boxed: a search cache set is large, and it moves out and back at
     /// every push.
     caches: Option<Box<Caches>>,
@@ -810,29 +843,150 @@ impl<E: Deref<Target = Evaluator>> Session<E> {
     fn new(ev: E, opts: StreamOptions) -> Self {
         let core = Core::new(&ev, opts);
         let norm = (opts.normalize == Normalize::Evasion).then(Box::default);
-        Self { ev, core, norm }
+        Self {
+            ev,
+            core,
+            norm,
+            hasher: Sha256::new(),
+            spent: Duration::ZERO,
+            budget: Duration::from_millis(opts.max_session_ms),
+        }
     }
 
     /// Appends `piece` and returns what can be released now (SPEC §11.1).
     /// Nothing is released once the session is blocked or finished.
+    ///
+    /// A blocked session still judges what is pushed (releasing nothing),
+    /// so that [`Self::decision`] is the decision of the whole text; one
+    /// that spent its `max_session_ms` only hashes it.
     pub fn push(&mut self, piece: &str) -> Released {
-        if let Some(norm) = self.norm.as_deref_mut() {
-            return norm.push(&mut self.core, &self.ev, piece);
-        }
-        // Appending needs no evaluator: it is handed over for the step only,
-        // so the hot path carries no extra argument across the copy.
-        if !self.core.append(piece) {
+        if self.core.finished {
             return Released::default();
         }
-        self.core.step(&self.ev, false)
+        if self.core.stopped {
+            self.hasher.update(piece.as_bytes());
+            return Released::default();
+        }
+        let started = Instant::now();
+        self.hasher.update(piece.as_bytes());
+        let out = match self.norm.as_deref_mut() {
+            Some(norm) => norm.push(&mut self.core, &self.ev, piece),
+            // Appending needs no evaluator: it is handed over for the step
+            // only, so the hot path carries no extra argument across the copy.
+            None if self.core.append(piece) => self.core.step(&self.ev, false),
+            None => Released::default(),
+        };
+        self.charge(started, out)
     }
 
     /// Ends the stream and returns the rest (empty when blocked).
     pub fn finish(&mut self) -> Released {
-        if let Some(norm) = self.norm.as_deref_mut() {
-            return norm.finish(&mut self.core, &self.ev);
+        if self.core.finished || self.core.stopped {
+            self.core.finished = true;
+            return Released::default();
         }
-        self.core.finish(&self.ev)
+        let started = Instant::now();
+        let out = match self.norm.as_deref_mut() {
+            Some(norm) => norm.finish(&mut self.core, &self.ev),
+            None => self.core.finish(&self.ev),
+        };
+        self.charge(started, out)
+    }
+
+    /// Counts the engine time of a call that began at `started` and
+    /// returns its release, or nothing once the session is blocked or has
+    /// spent its budget (it then stops, failing closed).
+    fn charge(&mut self, started: Instant, out: Released) -> Released {
+        self.spent += started.elapsed();
+        #[cfg(test)]
+        {
+            self.spent += self.core.extra_time;
+        }
+        if self.spent > self.budget {
+            self.core.stop();
+        }
+        if self.core.blocked.is_some() {
+            return Released::default();
+        }
+        out
+    }
+
+    /// Gives the session's search caches back to its evaluator until the
+    /// next push: a session that waits (for its reader, for its next piece)
+    /// then holds only its own state, and the caches serve other work.
+    pub fn park(&mut self) {
+        if let Some(c) = self.core.caches.take() {
+            self.ev.idle_caches().push(*c);
+        }
+        // The liveness caches hold the states of live threads: they go back
+        // only when no thread is under way (a deferred one has no state).
+        if self.core.rules.iter().all(|r| r.threads.is_empty()) {
+            if let Some(l) = self.core.live.take() {
+                self.ev
+                    .live_caches
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .push(*l);
+                // Start states of those caches: rebuilt with the next set.
+                for r in &mut self.core.rules {
+                    r.starts = Vec::new();
+                    r.terminal = Vec::new();
+                }
+            }
+        }
+    }
+
+    /// Engine time spent so far in pushes and the finish (what a stream's
+    /// `latency_us` reports, and what `max_session_ms` limits).
+    pub fn engine_time(&self) -> Duration {
+        self.spent
+    }
+
+    /// The decision of the whole text (SPEC §6.4), once [`Self::finish`] has
+    /// been called: the session's own, from the matches it committed, equal
+    /// to [`Evaluator::evaluate_with`] on everything pushed (blocked or not)
+    /// but for `clean_text` and `latency_us`. `clean_text` is
+    /// [`BLOCKED_TEXT`] when the decision blocks, and empty otherwise: what
+    /// may leave is what the session released (W(T) when it did not block).
+    /// `latency_us` is the session's engine time. A session that spent its
+    /// `max_session_ms` decides [`COST_ACTION`] (FATAL, no trigger: it did
+    /// not judge the whole text).
+    pub fn decision(&self) -> Option<Decision<'_>> {
+        if !self.core.finished {
+            return None;
+        }
+        let digest: [u8; 32] = self.hasher.clone().finalize().into();
+        let ev = &*self.ev;
+        let normalized = self.normalized();
+        let mut d = if self.core.stopped {
+            Decision {
+                action: COST_ACTION,
+                severity: Some(Severity::Fatal),
+                reason: Some(COST_REASON),
+                clean_text: BLOCKED_TEXT.to_string(),
+                triggers: Vec::new(),
+                invariants_passed: false,
+                pack_id: &ev.pack_id,
+                pack_version: &ev.pack_version,
+                receipt_hash: receipt_hash_of(
+                    &ev.pack_id,
+                    &ev.pack_version,
+                    COST_ACTION,
+                    false,
+                    std::iter::empty(),
+                    &digest,
+                ),
+                latency_us: 0.0,
+                normalized,
+            }
+        } else {
+            let triggers = self.core.spans.triggers(ev);
+            let fatal = triggers.iter().any(|t| t.severity == Severity::Fatal);
+            let clean = if fatal { BLOCKED_TEXT } else { "" };
+            ev.finish(&digest, triggers, clean.to_string(), normalized)
+        };
+        d.latency_us = self.spent.as_secs_f64() * 1e6;
+        Some(d)
     }
 
     /// Why the session blocked, once it has.
@@ -889,7 +1043,7 @@ struct NormStream {
 
 impl NormStream {
     fn push(&mut self, core: &mut Core, ev: &Evaluator, piece: &str) -> Released {
-        if core.blocked.is_some() || core.finished {
+        if core.finished || core.stopped {
             return Released::default();
         }
         self.pushed_chars += char_count(piece);
@@ -897,6 +1051,7 @@ impl NormStream {
         self.view.clear();
         self.normalizer.push(piece, &mut self.view, &mut self.map);
         self.feed(core, ev, false);
+        self.map_spans(core);
         if core.blocked.is_some() {
             return Released::default();
         }
@@ -904,17 +1059,29 @@ impl NormStream {
     }
 
     fn finish(&mut self, core: &mut Core, ev: &Evaluator) -> Released {
-        if core.blocked.is_some() || core.finished {
+        if core.finished || core.stopped {
             core.finished = true;
             return Released::default();
         }
         self.view.clear();
         self.normalizer.finish(&mut self.view, &mut self.map);
         self.feed(core, ev, true);
+        self.map_spans(core);
         if core.blocked.is_some() {
             return Released::default();
         }
         self.release(core, true)
+    }
+
+    /// Maps the matches the core committed on the view to the original
+    /// text, for the decision (before released text is forgotten).
+    fn map_spans(&self, core: &mut Core) {
+        core.spans.map_unmapped(
+            &self.map,
+            &self.orig,
+            self.base,
+            (self.head, self.released_chars),
+        );
     }
 
     /// Hands the new view text to the core.
@@ -1034,7 +1201,11 @@ impl Core {
             pushed_chars: 0,
             released_chars: 0,
             blocked: None,
+            stopped: false,
             finished: false,
+            spans: SpanLog::new(count, opts.normalize == Normalize::Evasion),
+            #[cfg(test)]
+            extra_time: Duration::ZERO,
             caches: Some(Box::new(caches)),
             live: Some(Box::new(live)),
             ws: WhitespaceScan::default(),
@@ -1056,10 +1227,10 @@ impl Core {
         }
     }
 
-    /// Appends `piece` unless the session is blocked or finished; returns
-    /// whether it did (and a step is due).
+    /// Appends `piece` unless the session is finished or out of engine
+    /// time; returns whether it did (and a step is due).
     fn append(&mut self, piece: &str) -> bool {
-        if self.blocked.is_some() || self.finished {
+        if self.finished || self.stopped {
             return false;
         }
         self.pushed_chars += char_count(piece);
@@ -1067,8 +1238,18 @@ impl Core {
         true
     }
 
+    /// Stops all work, failing closed: the session spent its engine time.
+    fn stop(&mut self) {
+        self.stopped = true;
+        self.blocked.get_or_insert_with(|| Blocked {
+            action: COST_ACTION.to_string(),
+            reason: COST_REASON.to_string(),
+            triggers: Vec::new(),
+        });
+    }
+
     fn finish(&mut self, ev: &Evaluator) -> Released {
-        if self.blocked.is_some() || self.finished {
+        if self.finished || self.stopped {
             self.finished = true;
             return Released::default();
         }
@@ -1083,8 +1264,28 @@ impl Core {
 
     fn step(&mut self, ev: &Evaluator, eoi: bool) -> Released {
         let n = self.buf.len();
-        let mut caches = self.caches.take();
-        let mut live = self.live.take();
+        // A parked session gave its search caches back: take a set again.
+        let mut caches = self.caches.take().or_else(|| {
+            Some(Box::new(
+                ev.idle_caches().pop().unwrap_or_else(|| ev.new_caches()),
+            ))
+        });
+        let mut live = self.live.take().or_else(|| {
+            let l = ev
+                .live_caches
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .pop()
+                .unwrap_or_else(|| self.plan.caches());
+            // Another set of caches: the state ids kept per rule are not its.
+            for (r, c) in self.rules.iter_mut().zip(&l.0) {
+                r.starts.clear();
+                r.starts.resize(257, None);
+                r.terminal.clear();
+                r.clears = c.as_ref().map_or(0, LazyCache::clear_count);
+            }
+            Some(Box::new(l))
+        });
         let out = match (&mut caches, &mut live) {
             (Some(c), Some(l)) => self.settle_and_release(ev, n, eoi, c, l),
             _ => Released::default(),
@@ -1191,12 +1392,12 @@ impl Core {
         }
         self.busy = still;
         self.threaded = threaded;
-        if fatal && self.opts.block_on_fatal {
+        if fatal && self.opts.block_on_fatal && self.blocked.is_none() {
             self.block_on_fired(ev);
             return Released::default();
         }
         let out = self.release(q, n, eoi);
-        if !eoi && self.held_chars() > self.opts.max_holdback_chars {
+        if !eoi && self.blocked.is_none() && self.held_chars() > self.opts.max_holdback_chars {
             self.blocked = Some(Blocked {
                 action: HOLDBACK_ACTION.to_string(),
                 reason: HOLDBACK_REASON.to_string(),
@@ -1502,6 +1703,8 @@ impl Core {
                 let (key, _) = ev.redaction_key(i);
                 let at = self.dropped;
                 self.pending.insert((at + s, Reverse(at + e), key, i));
+                let floor = (at + self.head, self.released_chars);
+                self.spans.commit(i, (at + s, at + e), &self.buf, at, floor);
                 self.fired[slot] = true;
                 fatal |= self.plan.slots[slot].severity == Severity::Fatal;
             }
@@ -1620,7 +1823,7 @@ impl Core {
             if q <= self.head {
                 return Released::default();
             }
-            let text = if self.tap.is_some() {
+            let text = if self.tap.is_some() || self.blocked.is_some() {
                 String::new()
             } else {
                 self.buf[self.head..q].to_string()
@@ -1669,6 +1872,8 @@ impl Core {
         }
         let mut text = String::new();
         match self.tap.as_mut() {
+            // A blocked session writes nothing (its releases are dropped).
+            _ if self.blocked.is_some() => {}
             Some(tap) => tap.extend(
                 regions
                     .iter()
@@ -1776,6 +1981,151 @@ impl Core {
                 .dirty
                 .map(|(lo, hi)| (lo.max(shift) - shift, hi.max(shift) - shift));
         }
+    }
+}
+
+/// One committed match for the decision: its span in the text the rules
+/// ran on (bytes; the view with normalization), which orders a hard rule's
+/// spans as the whole-text evaluation orders them, and its span in code
+/// points of the original text.
+type MatchSpan = (usize, usize, usize, usize);
+
+/// The matches a session committed, per matcher, in code points: what its
+/// decision's triggers are made of. Each matcher keeps the byte offset and
+/// code point of its last match, and counts only the text between two of
+/// its matches: the total work is linear in the text for each matcher
+/// that matches at all (nothing on ASCII text, whose bytes are its code
+/// points).
+struct SpanLog {
+    spans: Vec<Vec<MatchSpan>>,
+    /// Per matcher: absolute byte offset and code point of its last start.
+    cursor: Vec<(usize, usize)>,
+    /// With normalization: committed spans of the view (matcher, start,
+    /// end), waiting for [`NormStream`] to map them to the original text.
+    unmapped: Option<Vec<(usize, usize, usize)>>,
+}
+
+impl SpanLog {
+    fn new(matchers: usize, mapped: bool) -> Self {
+        Self {
+            spans: vec![Vec::new(); matchers],
+            cursor: vec![(0, 0); matchers],
+            unmapped: mapped.then(Vec::new),
+        }
+    }
+
+    /// Records matcher `i`'s match `view` (absolute bytes of the core's
+    /// text, `buf` holding it from `base`); `floor` is the release point
+    /// and its code point (no match starts before it).
+    fn commit(
+        &mut self,
+        i: usize,
+        view: (usize, usize),
+        buf: &str,
+        base: usize,
+        floor: (usize, usize),
+    ) {
+        match self.unmapped.as_mut() {
+            Some(u) => u.push((i, view.0, view.1)),
+            None => self.record(i, view, view, buf, base, floor),
+        }
+    }
+
+    /// Maps the view spans committed since the last call through `map`
+    /// and records them, `orig` holding the original text from `base`.
+    fn map_unmapped(&mut self, map: &ViewMap, orig: &str, base: usize, floor: (usize, usize)) {
+        let Some(mut u) = self.unmapped.take() else {
+            return;
+        };
+        for &(i, s, e) in &u {
+            self.record(i, (s, e), map.span(s, e), orig, base, floor);
+        }
+        u.clear();
+        self.unmapped = Some(u);
+    }
+
+    /// Records matcher `i`'s match: `view` in the text the rules ran on,
+    /// `orig` in the original text (absolute bytes; `text` holds it from
+    /// `base`, at least from `floor`, the release point and its code point).
+    fn record(
+        &mut self,
+        i: usize,
+        view: (usize, usize),
+        orig: (usize, usize),
+        text: &str,
+        base: usize,
+        floor: (usize, usize),
+    ) {
+        let (Some(cursor), Some(spans)) = (self.cursor.get_mut(i), self.spans.get_mut(i)) else {
+            return;
+        };
+        // A matcher's starts only move forward (its matches do not overlap,
+        // and the view's map keeps their order); text before the release
+        // point may be gone, but no match starts there.
+        if cursor.0 < floor.0 || cursor.0 > orig.0 {
+            *cursor = floor;
+        }
+        let count = |a: usize, b: usize| {
+            text.get(a.saturating_sub(base)..b.saturating_sub(base))
+                .map_or(0, char_count)
+        };
+        let start = cursor.1 + count(cursor.0, orig.0);
+        let end = start + count(orig.0, orig.1);
+        *cursor = (orig.0, start);
+        spans.push((view.0, view.1, start, end));
+    }
+
+    /// The triggers of the committed matches, as [`Evaluator::evaluate`]
+    /// lists them: custom rules in file order, then the hard rules, each
+    /// with its spans sorted by start then end.
+    fn triggers<'e>(&self, ev: &'e Evaluator) -> Vec<Trigger<'e>> {
+        let cps = |m: &[MatchSpan]| m.iter().map(|&(_, _, s, e)| [s, e]).collect::<Vec<_>>();
+        let mut triggers = Vec::new();
+        for (info, spans) in ev.rules.iter().zip(&self.spans) {
+            if spans.is_empty() {
+                continue;
+            }
+            triggers.push(Trigger {
+                rule_id: &info.id,
+                source: Source::Rule,
+                severity: info.severity,
+                action: &info.action,
+                codons: None,
+                match_count: spans.len(),
+                spans: cps(spans),
+            });
+        }
+        let base = ev.rules.len();
+        for hr in &HARD_RULES {
+            let mut spans: Vec<MatchSpan> = Vec::new();
+            let mut codes = Vec::new();
+            for &c in hr.codons {
+                let Some(m) = self.spans.get(base + c).filter(|m| !m.is_empty()) else {
+                    continue;
+                };
+                codes.push(CODONS[c].code);
+                spans.extend_from_slice(m);
+            }
+            if spans.is_empty() {
+                continue;
+            }
+            // The whole-text evaluation sorts the view's spans, then maps them.
+            spans.sort_unstable();
+            triggers.push(Trigger {
+                rule_id: hr.id,
+                source: Source::Builtin,
+                severity: if hr.fatal {
+                    Severity::Fatal
+                } else {
+                    Severity::Warning
+                },
+                action: hr.action,
+                codons: Some(codes),
+                match_count: spans.len(),
+                spans: cps(&spans),
+            });
+        }
+        triggers
     }
 }
 

@@ -81,6 +81,7 @@ fn stream_request(
             lookahead_chars,
             max_holdback_chars,
             normalize,
+            ..StreamOptions::default()
         },
     })
 }
