@@ -235,40 +235,68 @@ async fn errors_before_the_stream_starts_are_json() {
     assert!(!v["message"].as_str().unwrap().contains("123-45"), "{v}");
 }
 
-#[tokio::test]
-async fn a_stream_holds_its_concurrency_slot_until_its_body_ends() {
-    let s = setup_with(|c| c.limits.max_concurrency = 1);
-    let req = |path: &str, body: &str| {
-        Request::post(path)
+/// `/evaluate` with `{"text": "x"}` until it is not a 503 (at most 2 s);
+/// its status.
+async fn evaluate_status_within(app: &Router, limit: std::time::Duration) -> StatusCode {
+    let started = std::time::Instant::now();
+    loop {
+        let req = Request::post("/evaluate")
             .header("content-type", "application/json")
-            .body(Body::from(body.to_string()))
+            .body(Body::from(r#"{"text": "x"}"#))
+            .unwrap();
+        let status = app.clone().oneshot(req).await.unwrap().status();
+        if status != StatusCode::SERVICE_UNAVAILABLE || started.elapsed() > limit {
+            return status;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_stream_frees_its_slot_when_its_session_ends_whatever_the_client_reads() {
+    let s = setup_with(|c| c.limits.max_concurrency = 1);
+    let req = |body: String| {
+        Request::post("/v1/evaluate/stream")
+            .header("content-type", "application/json")
+            .body(Body::from(body))
             .unwrap()
     };
-    let long = format!(r#"{{"text": "{}", "chunk_size": 1}}"#, "word ".repeat(2000));
-    let streaming = s
+    // A short text: the session ends at once, its events wait unread.
+    let short = s
         .app
         .clone()
-        .oneshot(req("/v1/evaluate/stream", &long))
+        .oneshot(req(
+            json!({"text": "mail ops@example.com now", "chunk_size": 1}).to_string(),
+        ))
         .await
         .unwrap();
-    assert_eq!(streaming.status(), StatusCode::OK);
-    // The body is not read yet: the one slot is taken.
-    let busy = s
+    assert_eq!(short.status(), StatusCode::OK);
+    let within = std::time::Duration::from_secs(2);
+    assert_eq!(evaluate_status_within(&s.app, within).await, StatusCode::OK);
+    // A long one whose events do not fit the channel: the session waits for
+    // its reader without the slot.
+    let text = "word ".repeat(2000);
+    let long = s
         .app
         .clone()
-        .oneshot(req("/evaluate", r#"{"text": "x"}"#))
+        .oneshot(req(json!({"text": text, "chunk_size": 1}).to_string()))
         .await
         .unwrap();
-    assert_eq!(busy.status(), StatusCode::SERVICE_UNAVAILABLE);
-    let body = streaming.into_body().collect().await.unwrap().to_bytes();
-    assert!(String::from_utf8_lossy(&body).contains("\"done\":true"));
-    let free = s
-        .app
-        .clone()
-        .oneshot(req("/evaluate", r#"{"text": "x"}"#))
-        .await
-        .unwrap();
-    assert_eq!(free.status(), StatusCode::OK);
+    assert_eq!(evaluate_status_within(&s.app, within).await, StatusCode::OK);
+    // Both streams are whole once read.
+    for (resp, text) in [
+        (short, "mail [REDACTED_EMAIL] now".to_string()),
+        (long, text),
+    ] {
+        let body = resp.into_body().collect().await.unwrap().to_bytes();
+        let ev = events(std::str::from_utf8(&body).unwrap());
+        let released: String = ev[..ev.len() - 1]
+            .iter()
+            .map(|e| e["text"].as_str().unwrap())
+            .collect();
+        assert_eq!(released, text);
+        assert_eq!(ev.last().unwrap()["done"], true);
+    }
 }
 
 #[test]

@@ -12,6 +12,8 @@ use std::path::{Path, PathBuf};
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
 /// Prefix of the environment variable of every key.
 pub const ENV_PREFIX: &str = "HELIXOR_";
+/// Default `stream.write_timeout_ms`.
+pub const DEFAULT_STREAM_WRITE_TIMEOUT_MS: u64 = 10_000;
 
 /// The kind of value a key holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,6 +58,8 @@ const KEYS: &[(&str, Kind)] = &[
     ("log.format", Kind::Str),
     ("log.level", Kind::Str),
     ("stream.max_holdback_chars", Kind::Uint),
+    ("stream.max_session_ms", Kind::Uint),
+    ("stream.write_timeout_ms", Kind::Uint),
     ("ext_proc.listen", Kind::Str),
     ("engine.normalize", Kind::Str),
 ];
@@ -166,6 +170,12 @@ pub struct Config {
     /// Stream sessions (SPEC §11.1): most code points a session may hold
     /// back before it blocks (fail closed).
     pub max_holdback_chars: usize,
+    /// Engine time one stream session may spend, in ms, before it fails
+    /// closed (`stream.max_session_ms`).
+    pub max_session_ms: u64,
+    /// Time a stream's client may read nothing before it loses its stream,
+    /// in ms (`stream.write_timeout_ms`).
+    pub stream_write_timeout_ms: u64,
     /// Where Envoy's external processing gRPC service listens (SPEC §12.3;
     /// `ext_proc.listen`); `None`: off.
     pub ext_proc_listen: Option<SocketAddr>,
@@ -206,6 +216,8 @@ impl Config {
                 level: "info".into(),
             },
             max_holdback_chars: crate::engine::DEFAULT_MAX_HOLDBACK_CHARS,
+            max_session_ms: crate::engine::DEFAULT_MAX_SESSION_MS,
+            stream_write_timeout_ms: DEFAULT_STREAM_WRITE_TIMEOUT_MS,
             ext_proc_listen: None,
             normalize: crate::engine::Normalize::None,
         }
@@ -525,6 +537,12 @@ fn build(m: &BTreeMap<&'static str, Raw>) -> Result<Config, Error> {
     }
     if let Some(n) = uint("stream.max_holdback_chars", 1)? {
         c.max_holdback_chars = usize_of("stream.max_holdback_chars", n)?;
+    }
+    if let Some(n) = uint("stream.max_session_ms", 1)? {
+        c.max_session_ms = n;
+    }
+    if let Some(n) = uint("stream.write_timeout_ms", 1)? {
+        c.stream_write_timeout_ms = n;
     }
     if let Some(n) = string("engine.normalize") {
         c.normalize = n.parse().map_err(|_| {

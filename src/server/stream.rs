@@ -1,29 +1,56 @@
 //! `POST /v1/evaluate/stream` (SPEC §11.2): cuts the request's text into
-//! pieces, runs them through one stream session of one generation on a
-//! blocking thread, and sends its releases as server-sent events. Errors
-//! found before the stream starts are the usual JSON errors; an event never
-//! holds text the session did not release.
+//! pieces, runs them through one stream session of one generation, and
+//! sends its releases as server-sent events. Errors found before the stream
+//! starts are the usual JSON errors; an event never holds text the session
+//! did not release.
+//!
+//! The session runs on a blocking thread, holding the request's
+//! concurrency slot, and hands each event to a small channel that the
+//! response body drains as the connection writes. When the channel is
+//! full (the reader is behind), the session stops: it gives its caches and
+//! its slot back and waits, off every thread, for the reader to take an
+//! event; it resumes with a slot taken again. So a reader that does not
+//! read costs no slot, no thread and no growing buffer: a few events, the
+//! rest of its text and the session's own state. Such a reader loses its
+//! stream after `stream.write_timeout_ms` without taking an event, and
+//! the streams waiting for their readers hold [`PARKED_BODIES`] request
+//! bodies' worth of memory at most: past it the one that has waited
+//! longest loses its stream. The slot is free as soon as the session ends
+//! (its last events wait for the reader without it), and `max_session_ms`
+//! bounds the engine time of the session itself. The last event is the
+//! session's own decision, with its engine time as `latency_us`.
 
-use super::generation::Generation;
-use super::routes::{choose, serving, ApiError, AppStateRef, EvaluateBody};
+use super::listener::CloseConnection;
+use super::routes::{choose, serving, ApiError, AppStateRef, EvaluateBody, Slot};
 use super::AppState;
-use crate::engine::{Normalize, Severity, StreamOptions};
-use crate::pack::LoadedPack;
+use crate::engine::{Decision, Normalize, OwnedStreamSession, Released, Severity, StreamOptions};
 use crate::request::type_name;
 use axum::body::{Body, Bytes};
-use axum::extract::State;
+use axum::extract::{Extension, State};
 use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE};
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use serde_json::{Map, Value};
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+use tokio::sync::mpsc::error::TrySendError;
+use tokio::sync::{mpsc, Notify, OwnedSemaphorePermit};
+use tokio::time::Instant;
 
 /// Default piece size, in code points.
 pub const DEFAULT_CHUNK_SIZE: usize = 16;
-/// Events buffered between the session's thread and the connection.
+/// Events buffered between the session and the connection: what a
+/// reader that does not read makes the server hold, beyond its text.
 const EVENT_BUFFER: usize = 32;
+/// The streams waiting for their readers hold at most this many
+/// `limits.max_body_bytes` in all (texts still to push, held text, events).
+pub const PARKED_BODIES: usize = 64;
+/// What a waiting session holds besides its text and events: its
+/// liveness caches and state (measured: 11–64 KiB for the example pack).
+const SESSION_BYTES: usize = 64 * 1024;
 
 /// The stream options of a request body, validated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -89,40 +116,56 @@ fn stream_request(
 /// The handler of `POST /v1/evaluate/stream`.
 pub(super) async fn evaluate_stream(
     State(state): State<AppStateRef>,
+    slot: Option<Extension<Slot>>,
+    closer: Option<Extension<CloseConnection>>,
     body: EvaluateBody,
 ) -> Result<Response, ApiError> {
     let normalize = body.request.normalize.unwrap_or(state.config.normalize);
-    let request = stream_request(&body.rest, state.config.max_holdback_chars, normalize)
+    let mut request = stream_request(&body.rest, state.config.max_holdback_chars, normalize)
         .map_err(ApiError::bad_request)?;
+    request.opts.max_session_ms = state.config.max_session_ms;
     let text = body.request.text;
     let generation = serving(&state)?;
-    let pack_id = choose(
+    let pack = choose(
         &generation,
         body.request.pack_id.as_deref(),
         state.config.default_pack.as_deref(),
-    )?
-    .pack_id
-    .clone();
-    let (tx, rx) = tokio::sync::mpsc::channel::<Bytes>(EVENT_BUFFER);
-    let state = Arc::clone(&state);
-    let runtime = tokio::runtime::Handle::current();
-    let patience = Duration::from_millis(state.config.limits.request_timeout_ms);
-    // The session is CPU work: it runs off the async workers, with the one
-    // generation it started with, whatever reloads happen meanwhile.
-    tokio::task::spawn_blocking(move || {
-        if let Some(pack) = generation.packs.get(&pack_id) {
-            // A client that stops reading for `request_timeout_ms` ends its
-            // stream: it cannot pin a thread and a slot.
-            run_session(&state, &generation, pack, &text, request, |event| {
-                runtime.block_on(tx.send_timeout(event, patience)).is_ok()
-            });
-        }
-    });
-    let events = futures_util::stream::unfold(rx, |mut rx| async move {
-        rx.recv()
-            .await
-            .map(|b| (Ok::<Bytes, std::convert::Infallible>(b), rx))
-    });
+    )?;
+    // The session belongs to the generation it started with, whatever
+    // reloads happen meanwhile (it holds its pack's engine).
+    let job = Job {
+        session: Some(pack.evaluator.stream_owned(request.opts)),
+        pack_id: pack.pack_id.clone(),
+        generation: generation.number,
+        text,
+        at: 0,
+        chunk_size: request.chunk_size,
+        index: 0,
+        events: VecDeque::new(),
+        state: Arc::clone(&state),
+    };
+    let (tx, rx) = mpsc::channel::<Event>(EVENT_BUFFER);
+    let reader = Arc::new(Reader::default());
+    let permit = slot.and_then(|Extension(s)| s.take());
+    tokio::spawn(drive(
+        job,
+        permit,
+        tx,
+        Arc::clone(&reader),
+        closer.map(|Extension(c)| c),
+    ));
+    let events =
+        futures_util::stream::unfold((rx, reader, false), |(mut rx, reader, ended)| async move {
+            if ended {
+                return None;
+            }
+            let (bytes, last) = rx.recv().await?;
+            reader.took(bytes.len());
+            Some((
+                Ok::<Bytes, std::convert::Infallible>(bytes),
+                (rx, reader, last),
+            ))
+        });
     let mut resp = Body::from_stream(events).into_response();
     *resp.status_mut() = StatusCode::OK;
     let headers = resp.headers_mut();
@@ -131,6 +174,215 @@ pub(super) async fn evaluate_stream(
     // Proxies such as nginx would otherwise buffer the whole stream.
     headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
     Ok(resp)
+}
+
+/// One event for the connection, and whether it is the last.
+type Event = (Bytes, bool);
+
+/// What the response body tells the session's driver: bytes of events
+/// queued and not yet taken, and a wake-up each time it takes one.
+#[derive(Debug, Default)]
+struct Reader {
+    queued: AtomicUsize,
+    took: Notify,
+}
+
+impl Reader {
+    fn queue(&self, bytes: usize) {
+        self.queued.fetch_add(bytes, Ordering::AcqRel);
+    }
+
+    fn took(&self, bytes: usize) {
+        let _ = self
+            .queued
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |q| {
+                Some(q.saturating_sub(bytes))
+            });
+        self.took.notify_one();
+    }
+}
+
+/// Streams waiting for their readers, by when they began to wait, and the
+/// bytes they hold (see [`PARKED_BODIES`]).
+#[derive(Debug, Default)]
+pub(crate) struct Parked(Mutex<ParkedStreams>);
+
+#[derive(Debug, Default)]
+struct ParkedStreams {
+    next: u64,
+    total: usize,
+    /// Wait number → (bytes held, what cuts the stream).
+    waiting: BTreeMap<u64, (usize, Arc<Notify>)>,
+}
+
+impl Parked {
+    /// Registers a stream that waits for its reader holding `bytes`; while
+    /// the waiting streams hold more than `budget`, the one that has waited
+    /// longest is cut (possibly this one). Returns its wait number and
+    /// what tells it that it was cut.
+    fn park(&self, bytes: usize, budget: usize) -> (u64, Arc<Notify>) {
+        let mut p = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let id = p.next;
+        p.next += 1;
+        let cut = Arc::new(Notify::new());
+        p.total += bytes;
+        p.waiting.insert(id, (bytes, Arc::clone(&cut)));
+        while p.total > budget {
+            let Some((_, (b, oldest))) = p.waiting.pop_first() else {
+                break;
+            };
+            p.total -= b;
+            oldest.notify_one();
+        }
+        (id, cut)
+    }
+
+    /// The stream no longer waits (or was cut).
+    fn unpark(&self, id: u64) {
+        let mut p = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((b, _)) = p.waiting.remove(&id) {
+            p.total -= b;
+        }
+    }
+
+    /// Bytes held by the streams waiting for their readers.
+    #[cfg(test)]
+    fn total(&self) -> usize {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner).total
+    }
+}
+
+/// One stream's session and what it still has to push, between the
+/// bursts of work of [`Job::burst`].
+struct Job {
+    /// `None` once it has ended (its caches went back to the engine).
+    session: Option<OwnedStreamSession>,
+    pack_id: String,
+    generation: u64,
+    text: String,
+    /// Byte offset of the next piece in `text`.
+    at: usize,
+    chunk_size: usize,
+    /// `chunk_index` of the next event.
+    index: usize,
+    /// Events the channel had no room for yet (the finish's release and
+    /// the last event can come together).
+    events: VecDeque<Event>,
+    state: Arc<AppState>,
+}
+
+/// Why a burst of work stopped.
+#[derive(Debug, PartialEq, Eq)]
+enum Burst {
+    /// The channel is full: the reader is behind.
+    Full,
+    /// The session ended and every event was queued.
+    Done,
+    /// The response body is gone (the client left).
+    Gone,
+}
+
+impl Job {
+    /// Pushes pieces and queues their events until the channel is full or
+    /// the session has ended (runs on a blocking thread).
+    fn burst(&mut self, tx: &mpsc::Sender<Event>, reader: &Reader) -> Burst {
+        loop {
+            while let Some(event) = self.events.pop_front() {
+                let len = event.0.len();
+                match tx.try_send(event) {
+                    Ok(()) => reader.queue(len),
+                    Err(TrySendError::Full(event)) => {
+                        self.events.push_front(event);
+                        return Burst::Full;
+                    }
+                    Err(TrySendError::Closed(_)) => return Burst::Gone,
+                }
+            }
+            let Some(mut session) = self.session.take() else {
+                return Burst::Done;
+            };
+            if self.at == self.text.len() {
+                let was_blocked = session.blocked().is_some();
+                let released = session.finish();
+                if !was_blocked {
+                    if let Some(bytes) = event_of(&session, self.index, &released) {
+                        self.events.push_back((bytes, false));
+                    }
+                }
+                let last = self.done(session);
+                self.events.extend(last);
+            } else {
+                let event = self.step(&mut session);
+                self.events.extend(event);
+                self.session = Some(session);
+            }
+        }
+    }
+
+    /// One push, and its event if it has one.
+    fn step(&mut self, session: &mut OwnedStreamSession) -> Option<Event> {
+        let was_blocked = session.blocked().is_some();
+        let rest = &self.text[self.at..];
+        let released = if was_blocked {
+            // A blocked session releases nothing more, but judges the rest
+            // of the text for the decision: in one piece, the cheapest.
+            self.at = self.text.len();
+            session.push(rest)
+        } else {
+            let cut = rest
+                .char_indices()
+                .nth(self.chunk_size)
+                .map_or(rest.len(), |(i, _)| i);
+            let piece = &rest[..cut];
+            self.at += cut;
+            session.push(piece)
+        };
+        if was_blocked {
+            return None;
+        }
+        let bytes = event_of(session, self.index, &released)?;
+        self.index += 1;
+        Some((bytes, false))
+    }
+
+    /// Ends the session: its decision as the last event, the metrics, and
+    /// the session and text dropped (the caches go back to the engine).
+    fn done(&mut self, session: OwnedStreamSession) -> Option<Event> {
+        self.text = String::new();
+        self.at = 0;
+        let decision = session.decision()?;
+        self.state.metrics.observe_decision(&decision);
+        self.state
+            .metrics
+            .observe_stream_session(&self.pack_id, session.blocked().is_some());
+        Some((done_event(&decision, self.generation), true))
+    }
+
+    /// Bytes this stream holds while it waits: the text still to push, the
+    /// session's held text and state, and the events not yet taken.
+    fn held_bytes(&self, reader: &Reader) -> usize {
+        let session = self
+            .session
+            .as_ref()
+            .map_or(0, |s| s.held_chars().saturating_mul(4) + SESSION_BYTES);
+        (self.text.capacity() - self.at)
+            .saturating_add(session)
+            .saturating_add(reader.queued.load(Ordering::Acquire))
+            .saturating_add(self.events.iter().map(|e| e.0.len()).sum::<usize>())
+    }
+
+    /// Before a wait: the session gives its caches back, and the text
+    /// already pushed is dropped once it is most of the text.
+    fn park(&mut self) {
+        if let Some(s) = self.session.as_mut() {
+            s.park();
+        }
+        if self.at > 0 && self.at >= self.text.len() / 2 {
+            self.text.drain(..self.at);
+            self.text.shrink_to_fit();
+            self.at = 0;
+        }
+    }
 }
 
 /// A release event (fields in the order of SPEC §11.2).
@@ -187,91 +439,159 @@ fn event(value: &impl Serialize) -> Bytes {
     Bytes::from(out)
 }
 
-/// Runs one session over `text` cut into pieces and hands each event to
-/// `send`; stops early when `send` reports that the client is gone.
-fn run_session(
-    state: &AppState,
-    generation: &Generation,
-    pack: &LoadedPack,
-    text: &str,
-    request: StreamRequest,
-    mut send: impl FnMut(Bytes) -> bool,
+/// The event of a push or finish that released text or blocked, if any.
+fn event_of(session: &OwnedStreamSession, index: usize, released: &Released) -> Option<Bytes> {
+    let consumed = session.pushed_chars();
+    Some(match session.blocked() {
+        Some(b) => event(&BlockedEvent {
+            chunk_index: index,
+            consumed,
+            text: "",
+            redacted: false,
+            blocked: true,
+            reason: &b.reason,
+            action: &b.action,
+            triggers: b
+                .triggers
+                .iter()
+                .map(|(rule_id, severity)| EventTrigger {
+                    rule_id,
+                    severity: severity.as_str(),
+                })
+                .collect(),
+        }),
+        None if released.text.is_empty() => return None,
+        None => event(&ReleaseEvent {
+            chunk_index: index,
+            consumed,
+            text: &released.text,
+            redacted: released.redacted,
+            blocked: false,
+            reason: None,
+        }),
+    })
+}
+
+/// The last event: the session's decision of the whole text.
+fn done_event(d: &Decision<'_>, generation: u64) -> Bytes {
+    event(&DoneEvent {
+        done: true,
+        action: d.action,
+        severity: d.severity.map(Severity::as_str),
+        reason: d.reason,
+        receipt_hash: &d.receipt_hash,
+        pack_id: d.pack_id,
+        generation,
+        latency_us: d.latency_us,
+        normalized: d.normalized,
+    })
+}
+
+/// How a wait for the reader ended.
+enum Waited {
+    /// It took an event: there is room.
+    Took,
+    /// It took none for `stream.write_timeout_ms`, or the stream was cut
+    /// to make room for others.
+    Cut,
+}
+
+/// Waits for the reader to take an event, at most until `deadline`, or
+/// until `cut` says the stream must go.
+async fn wait_for_reader(reader: &Reader, deadline: Instant, cut: Option<&Notify>) -> Waited {
+    let cut = async {
+        match cut {
+            Some(c) => c.notified().await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        () = reader.took.notified() => Waited::Took,
+        () = tokio::time::sleep_until(deadline) => Waited::Cut,
+        () = cut => Waited::Cut,
+    }
+}
+
+/// Runs a stream to its end: bursts of session work on a blocking thread,
+/// each with a concurrency slot, and waits for the reader in between
+/// without one. Cuts the stream (closing its connection) when the reader
+/// takes nothing for `stream.write_timeout_ms`, when the waiting streams
+/// hold too much, or when no slot frees up within `request_timeout_ms`.
+async fn drive(
+    mut job: Job,
+    mut permit: Option<OwnedSemaphorePermit>,
+    tx: mpsc::Sender<Event>,
+    reader: Arc<Reader>,
+    closer: Option<CloseConnection>,
 ) {
-    // Engine time: the loop's time less the time spent handing events on
-    // (two clock reads per event rather than per piece).
-    let started = Instant::now();
-    let mut sending = std::time::Duration::ZERO;
-    let mut session = pack.evaluator.stream(request.opts);
-    let mut index = 0usize;
-    let mut rest = text;
-    let mut finished = false;
-    while session.blocked().is_none() && !finished {
-        let released = if rest.is_empty() {
-            finished = true;
-            session.finish()
-        } else {
-            let cut = rest
-                .char_indices()
-                .nth(request.chunk_size)
-                .map_or(rest.len(), |(i, _)| i);
-            let (piece, tail) = rest.split_at(cut);
-            rest = tail;
-            session.push(piece)
+    let state = Arc::clone(&job.state);
+    let write_timeout = Duration::from_millis(state.config.stream_write_timeout_ms);
+    let budget = PARKED_BODIES.saturating_mul(state.config.limits.max_body_bytes);
+    let cut = |closer: Option<CloseConnection>| {
+        if let Some(c) = closer {
+            c.close();
+        }
+    };
+    loop {
+        if job.session.is_some() && permit.is_none() {
+            let patience = Duration::from_millis(state.config.limits.request_timeout_ms);
+            match tokio::time::timeout(patience, Arc::clone(&state.slots).acquire_owned()).await {
+                Ok(Ok(p)) => permit = Some(p),
+                _ => return cut(closer),
+            }
+        }
+        let (tx2, reader2) = (tx.clone(), Arc::clone(&reader));
+        let worked = tokio::task::spawn_blocking(move || {
+            let burst = job.burst(&tx2, &reader2);
+            (job, burst)
+        })
+        .await;
+        let Ok((j, burst)) = worked else {
+            // The session panicked (a bug): end the stream, fail closed.
+            return cut(closer);
         };
-        let consumed = session.pushed_chars();
-        let bytes = match session.blocked() {
-            Some(b) => event(&BlockedEvent {
-                chunk_index: index,
-                consumed,
-                text: "",
-                redacted: false,
-                blocked: true,
-                reason: &b.reason,
-                action: &b.action,
-                triggers: b
-                    .triggers
-                    .iter()
-                    .map(|(rule_id, severity)| EventTrigger {
-                        rule_id,
-                        severity: severity.as_str(),
-                    })
-                    .collect(),
-            }),
-            None if released.text.is_empty() => continue,
-            None => event(&ReleaseEvent {
-                chunk_index: index,
-                consumed,
-                text: &released.text,
-                redacted: released.redacted,
-                blocked: false,
-                reason: None,
-            }),
+        job = j;
+        if job.session.is_none() {
+            // The session has ended: its slot is free, whatever the reader does.
+            permit = None;
+        }
+        match burst {
+            Burst::Gone => return,
+            Burst::Done => break,
+            Burst::Full => {}
+        }
+        // The reader is behind: wait for it without the slot, the caches
+        // or a thread.
+        permit = None;
+        job.park();
+        let (id, cut_me) = state.parked.park(job.held_bytes(&reader), budget);
+        let deadline = Instant::now() + write_timeout;
+        let waited = loop {
+            match wait_for_reader(&reader, deadline, Some(&cut_me)).await {
+                Waited::Cut => break Waited::Cut,
+                // A stale wake-up leaves the channel full: wait again.
+                Waited::Took if tx.capacity() == 0 => {}
+                Waited::Took => break Waited::Took,
+            }
         };
-        index += 1;
-        let sent = Instant::now();
-        let ok = send(bytes);
-        sending += sent.elapsed();
-        if !ok {
-            return;
+        state.parked.unpark(id);
+        if let Waited::Cut = waited {
+            return cut(closer);
         }
     }
-    let decision = pack.evaluator.evaluate_with(text, request.opts.normalize);
-    let latency_us = started.elapsed().saturating_sub(sending).as_secs_f64() * 1e6;
-    let blocked = session.blocked().is_some();
-    state.metrics.observe_decision(&decision);
-    state.metrics.observe_stream_session(&pack.pack_id, blocked);
-    let done = event(&DoneEvent {
-        done: true,
-        action: decision.action,
-        severity: decision.severity.map(Severity::as_str),
-        reason: decision.reason,
-        receipt_hash: &decision.receipt_hash,
-        pack_id: decision.pack_id,
-        generation: generation.number,
-        latency_us,
-        normalized: decision.normalized,
-    });
-    send(done);
+    // Every event is queued: the reader has `stream.write_timeout_ms` to
+    // take each of the last ones.
+    drop(permit);
+    let mut deadline = Instant::now() + write_timeout;
+    loop {
+        tokio::select! {
+            () = tx.closed() => return,
+            w = wait_for_reader(&reader, deadline, None) => match w {
+                Waited::Took => deadline = Instant::now() + write_timeout,
+                Waited::Cut => return cut(closer),
+            },
+        }
+    }
 }
 
 #[cfg(test)]
@@ -361,5 +681,29 @@ mod tests {
                 msg
             );
         }
+    }
+    #[test]
+    fn the_stream_that_waited_longest_is_cut_first_past_the_budget() {
+        let p = Parked::default();
+        let (a, cut_a) = p.park(40, 100);
+        let (b, cut_b) = p.park(40, 100);
+        assert_eq!(p.total(), 80);
+        // 120 > 100: the first to wait goes, the second stays.
+        let (c, cut_c) = p.park(40, 100);
+        assert_eq!(p.total(), 80);
+        let notified = |n: &Notify| futures_util::FutureExt::now_or_never(n.notified()).is_some();
+        assert!(notified(&cut_a));
+        assert!(!notified(&cut_b) && !notified(&cut_c));
+        // Unparking a cut stream changes nothing; the others go away.
+        p.unpark(a);
+        assert_eq!(p.total(), 80);
+        p.unpark(b);
+        p.unpark(c);
+        assert_eq!(p.total(), 0);
+        // A stream larger than the budget alone is cut at once.
+        let (d, cut_d) = p.park(101, 100);
+        assert!(notified(&cut_d));
+        p.unpark(d);
+        assert_eq!(p.total(), 0);
     }
 }
