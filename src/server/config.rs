@@ -691,6 +691,46 @@ mod tests {
     }
 
     #[test]
+    fn stream_limits_come_from_the_file_and_the_environment_and_are_checked() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = load(&opts(write(dir.path(), "packs_dir: p\n")), &no_env).unwrap();
+        assert_eq!(
+            (c.max_session_ms, c.stream_write_timeout_ms),
+            (5000, 10_000)
+        );
+        let f = write(
+            dir.path(),
+            "packs_dir: p\nstream:\n  max_session_ms: 250\n  write_timeout_ms: 1500\n",
+        );
+        let c = load(&opts(f.clone()), &no_env).unwrap();
+        assert_eq!((c.max_session_ms, c.stream_write_timeout_ms), (250, 1500));
+        let env = |k: &str| match k {
+            "HELIXOR_STREAM_MAX_SESSION_MS" => Some("40".to_string()),
+            "HELIXOR_STREAM_WRITE_TIMEOUT_MS" => Some("900".to_string()),
+            _ => None,
+        };
+        let c = load(&opts(f), &env).unwrap();
+        assert_eq!((c.max_session_ms, c.stream_write_timeout_ms), (40, 900));
+        for (text, message) in [
+            (
+                "packs_dir: p\nstream:\n  max_session_ms: 0\n",
+                "key `stream.max_session_ms` must be at least 1, not 0",
+            ),
+            (
+                "packs_dir: p\nstream:\n  write_timeout_ms: 0\n",
+                "key `stream.write_timeout_ms` must be at least 1, not 0",
+            ),
+            (
+                "packs_dir: p\nstream:\n  max_session_ms: soon\n",
+                "key `stream.max_session_ms` must be a non-negative integer, not a string",
+            ),
+        ] {
+            let e = load(&opts(write(dir.path(), text)), &no_env).unwrap_err();
+            assert!(e.to_string().contains(message), "{text}: {e}");
+        }
+    }
+
+    #[test]
     fn empty_file_and_null_sections_use_defaults() {
         let dir = tempfile::tempdir().unwrap();
         let f = write(
