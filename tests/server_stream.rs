@@ -299,6 +299,43 @@ async fn a_stream_frees_its_slot_when_its_session_ends_whatever_the_client_reads
     }
 }
 
+#[tokio::test]
+async fn streams_waiting_for_their_readers_hold_a_bounded_memory_the_oldest_cut_first() {
+    // 16 KiB bodies: the streams waiting for their readers hold 64 of them
+    // (1 MiB) at most. Each stream below fills its 32 events and waits,
+    // holding 4 KB of text, its session (counted as 64 KiB) and 32 events
+    // (3 KB): 14 fit (1 MiB / 72 KB), 16 of 30 are cut.
+    let s = setup_with(|c| {
+        c.limits.max_body_bytes = 16_384;
+        // Reading them all takes a while: no stream is cut for its reader.
+        c.stream_write_timeout_ms = 600_000;
+    });
+    let body = json!({"text": "! ".repeat(2000), "chunk_size": 1}).to_string();
+    let mut waiting = Vec::new();
+    for _ in 0..30 {
+        let req = Request::post("/v1/evaluate/stream")
+            .header("content-type", "application/json")
+            .body(Body::from(body.clone()))
+            .unwrap();
+        let resp = s.app.clone().oneshot(req).await.unwrap();
+        assert_eq!(resp.status(), StatusCode::OK);
+        waiting.push(resp);
+        // Let it fill its events and wait, in the order they came.
+        tokio::time::sleep(std::time::Duration::from_millis(30)).await;
+    }
+    let mut outcome = Vec::new();
+    for resp in waiting {
+        let bytes = resp.into_body().collect().await.unwrap().to_bytes();
+        let ev = events(std::str::from_utf8(&bytes).unwrap());
+        outcome.push(ev.last().is_some_and(|e| e["done"] == true));
+    }
+    // The first ones were cut (their streams end without `done`), the
+    // last ones were kept and end whole.
+    let cut = outcome.iter().take_while(|done| !**done).count();
+    assert_eq!(cut, 16, "{outcome:?}");
+    assert!(outcome[cut..].iter().all(|done| *done), "{outcome:?}");
+}
+
 #[test]
 fn a_real_server_streams_events_over_a_socket() {
     let fx = Fixture::new();
