@@ -620,15 +620,17 @@ impl Evaluator {
     /// The leftmost-first match of matcher `i` starting at or after `from`
     /// in `text` (empty or not, unvalidated), found as [`Self::evaluate`]
     /// finds its matches: what a stream session commits, one at a time.
+    /// `ascii` says whether `text` is ASCII from the character before
+    /// `from` on (look-behind sees it): the caller knows it without a scan,
+    /// which would cost the whole rest of the text at every match.
     fn find_first(
         &self,
         i: usize,
         text: &str,
         from: usize,
+        ascii: bool,
         caches: &mut Caches,
     ) -> Option<(usize, usize)> {
-        // Look-behind sees the character before `from`: four bytes at most.
-        let ascii = text.as_bytes()[from.saturating_sub(4)..].is_ascii();
         if ascii || self.matchers[i].filter.is_none() {
             // The exact regex, as `search_matcher` would run it, without a
             // list: a session commits a match or two at a time.

@@ -761,3 +761,53 @@ fn a_parked_session_releases_and_decides_as_one_that_never_parked() {
         assert_eq!(da, db);
     }
 }
+
+#[test]
+fn push_many_releases_as_pushes_one_by_one_and_stops_at_a_block() {
+    let e = builtin_only();
+    let text = "Hi jane.doe@example.com, call 212-555-0187; SSN 123-45-6789 and more text after";
+    let pieces = byte_pieces(text, 3);
+    let mut one = e.stream(StreamOptions::default());
+    let mut expected = Vec::new();
+    for p in &pieces {
+        expected.push(one.push(p));
+        if one.blocked().is_some() {
+            break;
+        }
+    }
+    let blocked_at = expected.len() - 1;
+    assert!(blocked_at + 1 < pieces.len());
+    let mut many = e.stream(StreamOptions::default());
+    let mut out = Vec::new();
+    // In batches of 4, as a server pushes the pieces it cut.
+    let mut at = 0;
+    while at < pieces.len() && many.blocked().is_none() {
+        let end = (at + 4).min(pieces.len());
+        at += many.push_many(pieces[at..end].iter().copied(), &mut out);
+    }
+    assert_eq!(at, blocked_at + 1, "stops after the piece that blocks");
+    assert_eq!(out, expected[..=blocked_at]);
+    assert_eq!(many.blocked(), one.blocked());
+    // Once blocked, it pushes nothing more.
+    assert_eq!(many.push_many(["x"], &mut out), 0);
+}
+
+#[test]
+fn a_push_many_call_that_spends_the_budget_releases_nothing() {
+    let e = builtin_only();
+    let mut s = e.stream(StreamOptions {
+        max_session_ms: 1000,
+        ..StreamOptions::default()
+    });
+    let mut out = Vec::new();
+    assert_eq!(s.push_many(["one ", "two "], &mut out), 2);
+    assert_eq!(
+        out.iter().map(|r| r.text.as_str()).collect::<String>(),
+        "one two "
+    );
+    s.core.extra_time = Duration::from_millis(1001);
+    out.clear();
+    assert_eq!(s.push_many(["three ", "four "], &mut out), 2);
+    assert_eq!(out, [Released::default(), Released::default()]);
+    assert_eq!(s.blocked().unwrap().action, COST_ACTION);
+}
