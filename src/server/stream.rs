@@ -45,6 +45,10 @@ pub const DEFAULT_CHUNK_SIZE: usize = 16;
 /// Events buffered between the session and the connection: what a
 /// reader that does not read makes the server hold, beyond its text.
 const EVENT_BUFFER: usize = 32;
+/// Pieces pushed at once ([`OwnedStreamSession::push_many`]: one engine-time
+/// measurement for them all); their events wait in the job until the
+/// channel takes them.
+const BATCH: usize = 32;
 /// The streams waiting for their readers hold at most this many
 /// `limits.max_body_bytes` in all (texts still to push, held text, events).
 pub const PARKED_BODIES: usize = 64;
@@ -139,7 +143,10 @@ pub(super) async fn evaluate_stream(
         generation: generation.number,
         text,
         at: 0,
+        consumed: 0,
         chunk_size: request.chunk_size,
+        cuts: Vec::with_capacity(BATCH),
+        released: Vec::with_capacity(BATCH),
         index: 0,
         events: VecDeque::new(),
         state: Arc::clone(&state),
@@ -262,7 +269,13 @@ struct Job {
     text: String,
     /// Byte offset of the next piece in `text`.
     at: usize,
+    /// Code points pushed so far.
+    consumed: usize,
     chunk_size: usize,
+    /// Reused by each batch: the pieces' ends (in the rest of the text)
+    /// and code points pushed after each, and their releases.
+    cuts: Vec<(usize, usize)>,
+    released: Vec<Released>,
     /// `chunk_index` of the next event.
     index: usize,
     /// Events the channel had no room for yet (the finish's release and
@@ -304,45 +317,72 @@ impl Job {
             if self.at == self.text.len() {
                 let was_blocked = session.blocked().is_some();
                 let released = session.finish();
-                if !was_blocked {
-                    if let Some(bytes) = event_of(&session, self.index, &released) {
-                        self.events.push_back((bytes, false));
-                    }
+                if session.blocked().is_some() && !was_blocked {
+                    let event = blocked_event(&session, self.index, self.consumed);
+                    self.events.push_back((event, false));
+                } else if !released.text.is_empty() {
+                    let event = release_event(self.index, self.consumed, &released);
+                    self.events.push_back((event, false));
                 }
                 let last = self.done(session);
                 self.events.extend(last);
             } else {
-                let event = self.step(&mut session);
-                self.events.extend(event);
+                self.step(&mut session);
                 self.session = Some(session);
             }
         }
     }
 
-    /// One push, and its event if it has one.
-    fn step(&mut self, session: &mut OwnedStreamSession) -> Option<Event> {
-        let was_blocked = session.blocked().is_some();
+    /// Up to [`BATCH`] pushes, and their events.
+    fn step(&mut self, session: &mut OwnedStreamSession) {
         let rest = &self.text[self.at..];
-        let released = if was_blocked {
+        if session.blocked().is_some() {
             // A blocked session releases nothing more, but judges the rest
             // of the text for the decision: in one piece, the cheapest.
             self.at = self.text.len();
-            session.push(rest)
-        } else {
-            let cut = rest
-                .char_indices()
-                .nth(self.chunk_size)
-                .map_or(rest.len(), |(i, _)| i);
-            let piece = &rest[..cut];
-            self.at += cut;
-            session.push(piece)
-        };
-        if was_blocked {
-            return None;
+            session.push(rest);
+            return;
         }
-        let bytes = event_of(session, self.index, &released)?;
-        self.index += 1;
-        Some((bytes, false))
+        // The pieces' ends and code points; `consumed` counts code points
+        // pushed when each event is produced.
+        self.cuts.clear();
+        let (mut end, mut chars) = (0, self.consumed);
+        while end < rest.len() && self.cuts.len() < BATCH {
+            let piece = &rest[end..];
+            let (cut, n) = match piece.char_indices().nth(self.chunk_size) {
+                Some((i, _)) => (i, self.chunk_size),
+                None => (piece.len(), piece.chars().count()),
+            };
+            end += cut;
+            chars += n;
+            self.cuts.push((end, chars));
+        }
+        let mut start = 0;
+        let pieces = self.cuts.iter().map(|&(end, _)| {
+            let piece = &rest[start..end];
+            start = end;
+            piece
+        });
+        self.released.clear();
+        let pushed = session.push_many(pieces, &mut self.released);
+        let Some(&(last, _)) = pushed.checked_sub(1).and_then(|k| self.cuts.get(k)) else {
+            return;
+        };
+        self.at += last;
+        let blocked_at = session.blocked().map(|_| pushed - 1);
+        for (k, released) in self.released.iter().enumerate() {
+            let consumed = self.cuts[k].1;
+            let event = if blocked_at == Some(k) {
+                blocked_event(session, self.index, consumed)
+            } else if released.text.is_empty() {
+                continue;
+            } else {
+                release_event(self.index, consumed, released)
+            };
+            self.index += 1;
+            self.events.push_back((event, false));
+        }
+        self.consumed = self.cuts[pushed - 1].1;
     }
 
     /// Ends the session: its decision as the last event, the metrics, and
@@ -439,36 +479,39 @@ fn event(value: &impl Serialize) -> Bytes {
     Bytes::from(out)
 }
 
-/// The event of a push or finish that released text or blocked, if any.
-fn event_of(session: &OwnedStreamSession, index: usize, released: &Released) -> Option<Bytes> {
-    let consumed = session.pushed_chars();
-    Some(match session.blocked() {
-        Some(b) => event(&BlockedEvent {
-            chunk_index: index,
-            consumed,
-            text: "",
-            redacted: false,
-            blocked: true,
-            reason: &b.reason,
-            action: &b.action,
-            triggers: b
-                .triggers
-                .iter()
-                .map(|(rule_id, severity)| EventTrigger {
-                    rule_id,
-                    severity: severity.as_str(),
-                })
-                .collect(),
-        }),
-        None if released.text.is_empty() => return None,
-        None => event(&ReleaseEvent {
-            chunk_index: index,
-            consumed,
-            text: &released.text,
-            redacted: released.redacted,
-            blocked: false,
-            reason: None,
-        }),
+/// The event of a push or finish that released text.
+fn release_event(index: usize, consumed: usize, released: &Released) -> Bytes {
+    event(&ReleaseEvent {
+        chunk_index: index,
+        consumed,
+        text: &released.text,
+        redacted: released.redacted,
+        blocked: false,
+        reason: None,
+    })
+}
+
+/// The event of the push or finish at which the session blocked.
+fn blocked_event(session: &OwnedStreamSession, index: usize, consumed: usize) -> Bytes {
+    let (reason, action, triggers) = match session.blocked() {
+        Some(b) => (b.reason.as_str(), b.action.as_str(), b.triggers.as_slice()),
+        None => ("", "", &[][..]),
+    };
+    event(&BlockedEvent {
+        chunk_index: index,
+        consumed,
+        text: "",
+        redacted: false,
+        blocked: true,
+        reason,
+        action,
+        triggers: triggers
+            .iter()
+            .map(|(rule_id, severity)| EventTrigger {
+                rule_id,
+                severity: severity.as_str(),
+            })
+            .collect(),
     })
 }
 
