@@ -9,7 +9,7 @@ mod common;
 
 use common::fill;
 use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use helixor::{check_declarations, parse_document, Evaluator, Normalize, StreamOptions};
+use helixor::{check_declarations, parse_document, Evaluator, Normalize, Releases, StreamOptions};
 
 /// The demo's example pack plus its custom internal-ids rules.
 const PLAYBOOK: &str = r#"
@@ -108,15 +108,16 @@ fn stream(e: &Evaluator, parts: &[&str], opts: StreamOptions) -> usize {
     n + s.finish().text.len()
 }
 
-/// [`stream`] with the pieces pushed 32 at a time (`Session::push_many`).
+/// [`stream`] with the pieces pushed 256 at a time (`Session::push_many`),
+/// as the server pushes them.
 fn stream_many(e: &Evaluator, parts: &[&str], opts: StreamOptions) -> usize {
     let mut s = e.stream(opts);
-    let mut out = Vec::with_capacity(32);
+    let mut out = Releases::default();
     let mut n = 0;
-    for batch in parts.chunks(32) {
+    for batch in parts.chunks(256) {
         out.clear();
         s.push_many(batch.iter().copied(), &mut out);
-        n += out.iter().map(|r| r.text.len()).sum::<usize>();
+        n += out.iter().map(|(text, _)| text.len()).sum::<usize>();
     }
     n + s.finish().text.len()
 }
@@ -167,7 +168,7 @@ fn once() -> bool {
         }
         "none" => {}
         size => {
-            // `m…`: pushed 32 at a time with `push_many`, as the server
+            // `m…`: pushed 256 at a time with `push_many`, as the server
             // pushes the pieces it cuts from a request's text.
             let (many, size) = match size.strip_prefix('m') {
                 Some(s) => (true, s),

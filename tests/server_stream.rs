@@ -301,13 +301,12 @@ async fn a_stream_frees_its_slot_when_its_session_ends_whatever_the_client_reads
 
 #[tokio::test]
 async fn streams_waiting_for_their_readers_hold_a_bounded_memory_the_oldest_cut_first() {
-    // 16 KiB bodies: the streams waiting for their readers hold 64 of them
-    // (1 MiB) at most. Each stream below fills its 32 events and waits,
-    // holding 4 KB of text, its session (counted as 64 KiB), 32 events in
-    // the channel and a batch of 32 more (6 KB): 13 fit (1 MiB / 75 KB),
-    // 17 of 30 are cut.
+    // 32 KiB bodies: the streams in flight hold 32 of them (1 MiB) at most. Each stream below fills its channel and waits,
+    // holding 3.7 KB of text, its session (counted as 64 KiB), and the
+    // events of its first batch of 256 pieces (32 in the channel, 224 in
+    // the job: 23 KB): 11 fit (1 MiB / 92 KB), 19 of 30 are cut.
     let s = setup_with(|c| {
-        c.limits.max_body_bytes = 16_384;
+        c.limits.max_body_bytes = 32_768;
         // Reading them all takes a while: no stream is cut for its reader.
         c.stream_write_timeout_ms = 600_000;
     });
@@ -324,17 +323,30 @@ async fn streams_waiting_for_their_readers_hold_a_bounded_memory_the_oldest_cut_
         // Let it fill its events and wait, in the order they came.
         tokio::time::sleep(std::time::Duration::from_millis(30)).await;
     }
-    let mut outcome = Vec::new();
+    // A cut stream ends after the 32 events its channel held; a kept one
+    // goes on once read (40 events are taken from it: its memory stays the
+    // same, its events only move from the server to the reader).
+    let mut kept = Vec::new();
     for resp in waiting {
-        let bytes = resp.into_body().collect().await.unwrap().to_bytes();
-        let ev = events(std::str::from_utf8(&bytes).unwrap());
-        outcome.push(ev.last().is_some_and(|e| e["done"] == true));
+        let mut body = resp.into_body();
+        let mut taken = 0;
+        while taken < 40 {
+            let next = tokio::time::timeout(std::time::Duration::from_secs(5), body.frame());
+            match next
+                .await
+                .expect("a kept stream waits for its reader, not more")
+            {
+                Some(Ok(_)) => taken += 1,
+                _ => break,
+            }
+        }
+        assert!(taken == 32 || taken == 40, "{taken} events");
+        kept.push(taken == 40);
     }
-    // The first ones were cut (their streams end without `done`), the
-    // last ones were kept and end whole.
-    let cut = outcome.iter().take_while(|done| !**done).count();
-    assert_eq!(cut, 17, "{outcome:?}");
-    assert!(outcome[cut..].iter().all(|done| *done), "{outcome:?}");
+    // The first ones were cut to make room, the last ones kept.
+    let cut = kept.iter().take_while(|k| !**k).count();
+    assert_eq!(cut, 19, "{kept:?}");
+    assert!(kept[cut..].iter().all(|k| *k), "{kept:?}");
 }
 
 #[test]

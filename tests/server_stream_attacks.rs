@@ -85,12 +85,6 @@ fn rss_kib(pid: u32) -> u64 {
         .unwrap_or(0)
 }
 
-/// About 400 KB of events in single code points: more than the socket
-/// buffers hold at first, so a stream that is not read soon waits.
-fn long_text() -> String {
-    "word ".repeat(4000)
-}
-
 /// `n` characters that each leave at once: in pieces of one code point,
 /// about 95 bytes of events each (20 MB for 200,000: far more than the
 /// 4 MiB a socket's buffers may grow to).
@@ -98,14 +92,38 @@ fn eventful_text(n: usize) -> String {
     "! ".repeat(n / 2)
 }
 
+/// [`open_stream`], again after 100 ms while the answer is a 503 (the
+/// slots are busy while sessions work), at most 60 s; the connection, its
+/// status line read.
+fn open_stream_when_served(addr: std::net::SocketAddr, body: &str) -> TcpStream {
+    let started = Instant::now();
+    loop {
+        let mut s = open_stream(addr, body);
+        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        let mut status = [0u8; 12];
+        s.read_exact(&mut status).unwrap();
+        if &status == b"HTTP/1.1 200" {
+            return s;
+        }
+        assert_eq!(&status, b"HTTP/1.1 503");
+        assert!(started.elapsed() < Duration::from_secs(60), "never served");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 #[test]
 fn streams_never_read_do_not_starve_evaluate() {
-    // Two slots; eight streams whose client never reads.
+    // Two slots; eight streams whose client never reads, each with 7.6 MB
+    // of events: more than its socket holds, so each waits for its reader.
     let (_fx, server) =
         start("limits:\n  max_concurrency: 2\nstream:\n  write_timeout_ms: 60000\n");
-    let body = json!({"text": long_text(), "chunk_size": 1}).to_string();
-    let held: Vec<TcpStream> = (0..8).map(|_| open_stream(server.addr, &body)).collect();
-    std::thread::sleep(Duration::from_millis(500));
+    let text = eventful_text(80_000);
+    let body = json!({"text": text, "chunk_size": 1}).to_string();
+    let held: Vec<TcpStream> = (0..8)
+        .map(|_| open_stream_when_served(server.addr, &body))
+        .collect();
+    // Let the last ones fill their sockets too.
+    std::thread::sleep(Duration::from_secs(2));
     // Every evaluation is served at once, none waits for the streams.
     for i in 0..20 {
         let started = Instant::now();
@@ -119,8 +137,9 @@ fn streams_never_read_do_not_starve_evaluate() {
         );
     }
     assert_eq!(server.get("/healthz").status, 200);
-    // Eight streams of 400 KB of events wait holding their texts and a few
-    // events each (a debug build: a generous bound).
+    // Eight streams wait holding their texts and a few hundred events each
+    // (a debug build: a generous bound; the 4 MB in each socket are the
+    // kernel's).
     let rss = rss_kib(server.child.id());
     assert!(rss < 150 * 1024, "RSS {rss} KiB");
     // The streams are still there, whole, for a client that reads them.
@@ -132,7 +151,7 @@ fn streams_never_read_do_not_starve_evaluate() {
             .iter()
             .map(|e| e["text"].as_str().unwrap())
             .collect();
-        assert_eq!(released, long_text());
+        assert_eq!(released, text);
         assert_eq!(ev.last().unwrap()["action"], "permit_clean_payload");
     }
 }

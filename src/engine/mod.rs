@@ -12,8 +12,8 @@ mod stream;
 pub use decision::{Decision, Severity, Source, Trigger, BLOCKED_TEXT, PERMIT_ACTION};
 pub use normalize::{warm as warm_normalize, Normalize};
 pub use stream::{
-    Blocked, OwnedStreamSession, Released, Session, StreamOptions, StreamSession, COST_ACTION,
-    COST_REASON, DEFAULT_MAX_HOLDBACK_CHARS, DEFAULT_MAX_SESSION_MS, HOLDBACK_ACTION,
+    Blocked, OwnedStreamSession, Released, Releases, Session, StreamOptions, StreamSession,
+    COST_ACTION, COST_REASON, DEFAULT_MAX_HOLDBACK_CHARS, DEFAULT_MAX_SESSION_MS, HOLDBACK_ACTION,
     HOLDBACK_REASON,
 };
 

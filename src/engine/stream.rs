@@ -183,6 +183,47 @@ pub struct Released {
     pub redacted: bool,
 }
 
+/// What the pushes of [`Session::push_many`] released, one after another
+/// in one buffer (reused from call to call: no allocation a piece).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Releases {
+    text: String,
+    /// Per piece: where its text ends in `text`, and whether it holds a
+    /// placeholder.
+    ends: Vec<(usize, bool)>,
+}
+
+impl Releases {
+    /// Empties it, keeping its buffers.
+    pub fn clear(&mut self) {
+        self.text.clear();
+        self.ends.clear();
+    }
+
+    /// The number of pieces.
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    /// Whether it holds no piece.
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// Piece `k`'s release: its text (possibly empty) and whether it holds
+    /// a placeholder.
+    pub fn get(&self, k: usize) -> Option<(&str, bool)> {
+        let &(end, redacted) = self.ends.get(k)?;
+        let start = k.checked_sub(1).map_or(0, |j| self.ends[j].0);
+        Some((&self.text[start..end], redacted))
+    }
+
+    /// Every piece's release, in order.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, bool)> + '_ {
+        (0..self.len()).filter_map(|k| self.get(k))
+    }
+}
+
 /// Why a session stopped releasing (owned: built once, when it blocks).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Blocked {
@@ -878,51 +919,61 @@ impl<E: Deref<Target = Evaluator>> Session<E> {
     /// Pushes `pieces` in order, as [`Self::push`] would one at a time, and
     /// appends what each releases to `out`, up to and including the piece at
     /// which the session blocks; returns how many pieces it pushed. The
-    /// engine time is measured once for the call, not once a piece: two
-    /// clock reads cost about a quarter of a 16-byte push, so a caller that
-    /// holds many small pieces at once (a server cutting a request's text)
-    /// pushes them with this. The budget is checked after the call (give it
-    /// a bounded number of pieces): a call that spends it releases nothing.
+    /// engine time is measured once for the call, not once a piece (two
+    /// clock reads cost about a quarter of a 16-byte push), and the
+    /// releases share one buffer: a caller that holds many small pieces at
+    /// once (a server cutting a request's text) pushes them with this. The
+    /// budget is checked after the call (give it a bounded number of
+    /// pieces): a call that spends it releases nothing.
     pub fn push_many<'p>(
         &mut self,
         pieces: impl IntoIterator<Item = &'p str>,
-        out: &mut Vec<Released>,
+        out: &mut Releases,
     ) -> usize {
         let started = Instant::now();
-        let mut pushed = 0;
+        let first = out.ends.len();
         for piece in pieces {
             if self.core.finished || self.core.blocked.is_some() {
                 break;
             }
-            let released = self.push_untimed(piece);
-            // A release that blocks is none (as `push` returns it).
-            out.push(if self.core.blocked.is_some() {
-                Released::default()
-            } else {
-                released
-            });
-            pushed += 1;
+            let redacted = self.push_untimed_into(piece, &mut out.text);
+            out.ends.push((out.text.len(), redacted));
         }
+        let pushed = out.ends.len() - first;
         let blocked = self.core.blocked.is_some();
         let _ = self.charge(started, Released::default());
         if !blocked && self.core.blocked.is_some() {
             // Past the budget: nothing of this call goes out.
-            let n = out.len();
-            out[n - pushed..].fill(Released::default());
+            let start = first.checked_sub(1).map_or(0, |k| out.ends[k].0);
+            out.text.truncate(start);
+            out.ends[first..].fill((start, false));
         }
         pushed
     }
 
     /// A push without the engine-time bookkeeping.
     fn push_untimed(&mut self, piece: &str) -> Released {
+        let mut text = String::new();
+        let redacted = self.push_untimed_into(piece, &mut text);
+        Released { text, redacted }
+    }
+
+    /// [`Self::push_untimed`] writing the release at the end of `out`
+    /// (nothing once blocked); whether it holds a placeholder.
+    fn push_untimed_into(&mut self, piece: &str, out: &mut String) -> bool {
         self.hasher.update(piece.as_bytes());
-        match self.norm.as_deref_mut() {
-            Some(norm) => norm.push(&mut self.core, &self.ev, piece),
+        let redacted = match self.norm.as_deref_mut() {
+            Some(norm) => {
+                let r = norm.push(&mut self.core, &self.ev, piece);
+                out.push_str(&r.text);
+                r.redacted
+            }
             // Appending needs no evaluator: it is handed over for the step
             // only, so the hot path carries no extra argument across the copy.
-            None if self.core.append(piece) => self.core.step(&self.ev, false),
-            None => Released::default(),
-        }
+            None if self.core.append(piece) => self.core.step_into(&self.ev, false, out),
+            None => false,
+        };
+        redacted && self.core.blocked.is_none()
     }
 
     /// Ends the stream and returns the rest (empty when blocked).
@@ -1316,7 +1367,17 @@ impl Core {
     }
 
     fn step(&mut self, ev: &Evaluator, eoi: bool) -> Released {
+        let mut text = String::new();
+        let redacted = self.step_into(ev, eoi, &mut text);
+        Released { text, redacted }
+    }
+
+    /// [`Self::step`] writing its release at the end of `out` (nothing when
+    /// the session blocks); whether it holds a placeholder.
+    fn step_into(&mut self, ev: &Evaluator, eoi: bool, out: &mut String) -> bool {
         let n = self.buf.len();
+        let mark = out.len();
+        let was_blocked = self.blocked.is_some();
         // A parked session gave its search caches back: take a set again.
         let mut caches = self.caches.take().or_else(|| {
             Some(Box::new(
@@ -1339,13 +1400,17 @@ impl Core {
             }
             Some(Box::new(l))
         });
-        let out = match (&mut caches, &mut live) {
-            (Some(c), Some(l)) => self.settle_and_release(ev, n, eoi, c, l),
-            _ => Released::default(),
+        let redacted = match (&mut caches, &mut live) {
+            (Some(c), Some(l)) => self.settle_and_release(ev, n, eoi, c, l, out),
+            _ => false,
         };
         self.caches = caches;
         self.live = live;
-        out
+        if self.blocked.is_some() && !was_blocked {
+            out.truncate(mark);
+            return false;
+        }
+        redacted
     }
 
     fn settle_and_release(
@@ -1355,7 +1420,8 @@ impl Core {
         eoi: bool,
         caches: &mut Caches,
         live: &mut LiveCaches,
-    ) -> Released {
+        out: &mut String,
+    ) -> bool {
         let from = self.scanned;
         self.scanned = n;
         let count = self.rules.len();
@@ -1447,18 +1513,18 @@ impl Core {
         self.threaded = threaded;
         if fatal && self.opts.block_on_fatal && self.blocked.is_none() {
             self.block_on_fired(ev);
-            return Released::default();
+            return false;
         }
-        let out = self.release(q, n, eoi);
+        let redacted = self.release(q, n, eoi, out);
         if !eoi && self.blocked.is_none() && self.held_chars() > self.opts.max_holdback_chars {
+            // The caller drops what this step wrote.
             self.blocked = Some(Blocked {
                 action: HOLDBACK_ACTION.to_string(),
                 reason: HOLDBACK_REASON.to_string(),
                 triggers: Vec::new(),
             });
-            return Released::default();
         }
-        out
+        redacted
     }
 
     /// Feeds `buf[from..to]` to rule `i`'s threads, opening one at every
@@ -1613,14 +1679,27 @@ impl Core {
         // The class of the byte before `bytes[k]`, as `lead_holds` sees it.
         let before = from.checked_sub(1).map_or(0, |k| class_of(buf[k]));
         let class_before = |k: usize| k.checked_sub(1).map_or(before, |k| class_of(bytes[k]));
-        let (starts, needs, _) = bytes.iter().fold((0u64, 0u64, before), |(f, r, c), &b| {
-            let k = usize::from(b);
-            (
-                f | plan.first_mask[c][k],
-                r | plan.required_mask[k],
-                class_of(b),
-            )
-        });
+        // Every rule's bit: a long piece stops being looked at once each
+        // rule can start in it and has its required bytes there.
+        let all = if count >= 64 {
+            u64::MAX
+        } else {
+            (1u64 << count) - 1
+        };
+        let (mut starts, mut needs, mut c) = (0u64, 0u64, before);
+        for block in bytes.chunks(256) {
+            (starts, needs, c) = block.iter().fold((starts, needs, c), |(f, r, c), &b| {
+                let k = usize::from(b);
+                (
+                    f | plan.first_mask[c][k],
+                    r | plan.required_mask[k],
+                    class_of(b),
+                )
+            });
+            if starts & needs == all {
+                break;
+            }
+        }
         let active = self.threaded | starts;
         if active == 0 {
             return 0;
@@ -1672,10 +1751,13 @@ impl Core {
                     continue;
                 }
                 // Without the word assertion (a superset, one load fewer a
-                // byte): this pass runs over most of a long piece.
-                for &b in &bytes[at..=k] {
-                    first |= plan.first_mask[2][usize::from(b)];
-                    required |= plan.required_mask[usize::from(b)];
+                // byte): this pass runs over most of a long piece, until
+                // every candidate has both kinds of bytes.
+                if first & required & candidates != candidates {
+                    for &b in &bytes[at..=k] {
+                        first |= plan.first_mask[2][usize::from(b)];
+                        required |= plan.required_mask[usize::from(b)];
+                    }
                 }
                 at = k + 1;
                 may |= first & required & hit;
@@ -1873,28 +1955,27 @@ impl Core {
         }
     }
 
-    /// Releases the settled text before `q` (and after the last release).
-    fn release(&mut self, q: usize, n: usize, eoi: bool) -> Released {
+    /// Releases the settled text before `q` (and after the last release),
+    /// writing it at the end of `out`; whether it holds a placeholder.
+    fn release(&mut self, q: usize, n: usize, eoi: bool, out: &mut String) -> bool {
+        // A blocked session, or one whose text the view's side writes,
+        // writes nothing here.
+        let writes = self.tap.is_none() && self.blocked.is_none();
         if self.pending.is_empty() && (self.opts.lookahead_chars == 0 || eoi) {
             // Nothing to redact: the settled text goes out as it is.
             if q <= self.head {
-                return Released::default();
+                return false;
             }
-            let text = if self.tap.is_some() || self.blocked.is_some() {
-                String::new()
-            } else {
-                self.buf[self.head..q].to_string()
-            };
+            if writes {
+                out.push_str(&self.buf[self.head..q]);
+            }
             self.released_chars += char_count(&self.buf[self.head..q]);
             self.head = q;
             self.compact();
-            return Released {
-                text,
-                redacted: false,
-            };
+            return false;
         }
         if q <= self.head {
-            return Released::default();
+            return false;
         }
         // The §6.3 sweep over the matches that start before `q`, in order:
         // a match starting at `q` or after cannot join a region that ends
@@ -1925,9 +2006,8 @@ impl Core {
         }
         let regions = &regions[..regions[..closed].iter().take_while(|r| r.1 <= cut).count()];
         if cut <= self.head {
-            return Released::default();
+            return false;
         }
-        let mut text = String::new();
         match self.tap.as_mut() {
             // A blocked session writes nothing (its releases are dropped).
             _ if self.blocked.is_some() => {}
@@ -1936,17 +2016,17 @@ impl Core {
                     .iter()
                     .map(|&(s, e, p)| (self.dropped + s, self.dropped + e, p.to_string())),
             ),
-            None => write_regions(&mut text, &self.buf, self.head, cut, regions),
+            None => write_regions(out, &self.buf, self.head, cut, regions),
         }
         let redacted = !regions.is_empty();
         self.released_chars += char_count(&self.buf[self.head..cut]);
         // Every match that starts before the cut ends by it.
-        self.pending = self
-            .pending
-            .split_off(&(at + cut, Reverse(usize::MAX), (0, 0), 0));
+        while self.pending.first().is_some_and(|p| p.0 < at + cut) {
+            self.pending.pop_first();
+        }
         self.head = cut;
         self.compact();
-        Released { text, redacted }
+        redacted
     }
 
     /// The Python runtime's cut (`lookahead_chars` = L): just after the last

@@ -6,16 +6,18 @@
 //!
 //! The session runs on a blocking thread, holding the request's
 //! concurrency slot, and hands each event to a small channel that the
-//! response body drains as the connection writes. When the channel is
-//! full (the reader is behind), the session stops: it gives its caches and
-//! its slot back and waits, off every thread, for the reader to take an
-//! event; it resumes with a slot taken again. So a reader that does not
+//! response body drains as the connection writes. When the channel stays
+//! full for a moment (the reader is behind), the session stops: it gives
+//! its caches and its slot back and waits, off every thread, for the
+//! reader to take half the channel's events; it resumes with a slot taken
+//! again. So a reader that does not
 //! read costs no slot, no thread and no growing buffer: a few events, the
 //! rest of its text and the session's own state. Such a reader loses its
 //! stream after `stream.write_timeout_ms` without taking an event, and
-//! the streams waiting for their readers hold [`PARKED_BODIES`] request
-//! bodies' worth of memory at most: past it the one that has waited
-//! longest loses its stream. The slot is free as soon as the session ends
+//! the streams in flight hold [`STREAM_BODIES`] request bodies' worth of
+//! memory at most: a new stream makes room by cutting the ones that have
+//! waited longest for their readers, or gets a 503 when the streams at
+//! work leave none. The slot is free as soon as the session ends
 //! (its last events wait for the reader without it), and `max_session_ms`
 //! bounds the engine time of the session itself. The last event is the
 //! session's own decision, with its engine time as `latency_us`.
@@ -23,7 +25,7 @@
 use super::listener::CloseConnection;
 use super::routes::{choose, serving, ApiError, AppStateRef, EvaluateBody, Slot};
 use super::AppState;
-use crate::engine::{Decision, Normalize, OwnedStreamSession, Released, Severity, StreamOptions};
+use crate::engine::{Decision, Normalize, OwnedStreamSession, Releases, Severity, StreamOptions};
 use crate::request::type_name;
 use axum::body::{Body, Bytes};
 use axum::extract::{Extension, State};
@@ -32,10 +34,11 @@ use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use serde_json::{Map, Value};
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
+use tokio::runtime::Handle;
 use tokio::sync::mpsc::error::TrySendError;
 use tokio::sync::{mpsc, Notify, OwnedSemaphorePermit};
 use tokio::time::Instant;
@@ -45,13 +48,31 @@ pub const DEFAULT_CHUNK_SIZE: usize = 16;
 /// Events buffered between the session and the connection: what a
 /// reader that does not read makes the server hold, beyond its text.
 const EVENT_BUFFER: usize = 32;
-/// Pieces pushed at once ([`OwnedStreamSession::push_many`]: one engine-time
-/// measurement for them all); their events wait in the job until the
-/// channel takes them.
-const BATCH: usize = 32;
-/// The streams waiting for their readers hold at most this many
-/// `limits.max_body_bytes` in all (texts still to push, held text, events).
-pub const PARKED_BODIES: usize = 64;
+/// Room a waiting stream waits for in the channel before it goes on (so
+/// that a slow reader does not wake it for each event).
+const ROOM: usize = EVENT_BUFFER / 2;
+/// How long a stream whose reader is behind waits with its slot and caches
+/// before it parks: a reader that keeps up makes room in far less.
+const KEEP_UP: Duration = Duration::from_millis(10);
+/// Pieces pushed at once ([`OwnedStreamSession::push_many`]: one
+/// engine-time measurement for them all), and at most this much text. The
+/// events are built after the batch, so the engine's caches stay warm
+/// through it: in batches of 32 pieces, switching between the two cost a
+/// 16-code-point session about as much as its pushes (512 KiB: 14.6 ms of
+/// engine time, 7.9 ms in batches of 256, 7.0 ms of 1024). Their events
+/// wait in the job until the channel takes them (at most 256 more events
+/// for a reader that does not read).
+const BATCH: usize = 256;
+const BATCH_BYTES: usize = 4096;
+/// The streams in flight hold at most this many `limits.max_body_bytes` in
+/// all (texts still to push, held text, sessions, events): a new stream
+/// cuts those that wait longest for their readers to make room, and gets a
+/// 503 when the streams at work leave none.
+pub const STREAM_BODIES: usize = 32;
+/// What the HTTP/1 connection buffers of a response its socket does not
+/// take (hyper's default `max_buf_size`, 8 KiB + 400 KiB): counted for a
+/// stream whose reader is behind, as its memory is the stream's.
+const WRITE_BUFFER: usize = 8192 + 4096 * 100;
 /// What a waiting session holds besides its text and events: its
 /// liveness caches and state (measured: 11–64 KiB for the example pack).
 const SESSION_BYTES: usize = 64 * 1024;
@@ -135,6 +156,22 @@ pub(super) async fn evaluate_stream(
         body.request.pack_id.as_deref(),
         state.config.default_pack.as_deref(),
     )?;
+    // The streams in flight hold a bounded memory: room is made by cutting
+    // those that wait longest for their readers, else this one waits for
+    // another time.
+    let budget = STREAM_BODIES.saturating_mul(state.config.limits.max_body_bytes);
+    let Some((id, cut)) = state
+        .streams
+        .admit(text.len().saturating_add(SESSION_BYTES), budget)
+    else {
+        return Err(ApiError::unavailable(
+            "the streams in flight hold all the memory they may; retry later",
+        ));
+    };
+    let ticket = Ticket {
+        state: Arc::clone(&state),
+        id,
+    };
     // The session belongs to the generation it started with, whatever
     // reloads happen meanwhile (it holds its pack's engine).
     let job = Job {
@@ -145,8 +182,8 @@ pub(super) async fn evaluate_stream(
         at: 0,
         consumed: 0,
         chunk_size: request.chunk_size,
-        cuts: Vec::with_capacity(BATCH),
-        released: Vec::with_capacity(BATCH),
+        cuts: Vec::new(),
+        released: Releases::default(),
         index: 0,
         events: VecDeque::new(),
         state: Arc::clone(&state),
@@ -160,6 +197,7 @@ pub(super) async fn evaluate_stream(
         tx,
         Arc::clone(&reader),
         closer.map(|Extension(c)| c),
+        (ticket, cut),
     ));
     let events =
         futures_util::stream::unfold((rx, reader, false), |(mut rx, reader, ended)| async move {
@@ -191,6 +229,8 @@ type Event = (Bytes, bool);
 #[derive(Debug, Default)]
 struct Reader {
     queued: AtomicUsize,
+    /// Bytes of events taken so far.
+    taken: AtomicUsize,
     took: Notify,
 }
 
@@ -200,6 +240,7 @@ impl Reader {
     }
 
     fn took(&self, bytes: usize) {
+        self.taken.fetch_add(bytes, Ordering::AcqRel);
         let _ = self
             .queued
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |q| {
@@ -209,53 +250,114 @@ impl Reader {
     }
 }
 
-/// Streams waiting for their readers, by when they began to wait, and the
-/// bytes they hold (see [`PARKED_BODIES`]).
+/// The streams in flight and the bytes each holds (see [`STREAM_BODIES`]),
+/// and those waiting for their readers by when they began to wait: the
+/// first to be cut when a stream needs room.
 #[derive(Debug, Default)]
-pub(crate) struct Parked(Mutex<ParkedStreams>);
+pub(crate) struct Streams(Mutex<Registry>);
 
 #[derive(Debug, Default)]
-struct ParkedStreams {
+struct Registry {
     next: u64,
     total: usize,
-    /// Wait number → (bytes held, what cuts the stream).
-    waiting: BTreeMap<u64, (usize, Arc<Notify>)>,
+    /// Stream → its bytes, its wait number while it waits, what cuts it.
+    live: HashMap<u64, (usize, Option<u64>, Arc<Notify>)>,
+    /// Wait number → stream, the longest-waiting first.
+    waiting: BTreeMap<u64, u64>,
 }
 
-impl Parked {
-    /// Registers a stream that waits for its reader holding `bytes`; while
-    /// the waiting streams hold more than `budget`, the one that has waited
-    /// longest is cut (possibly this one). Returns its wait number and
-    /// what tells it that it was cut.
-    fn park(&self, bytes: usize, budget: usize) -> (u64, Arc<Notify>) {
-        let mut p = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        let id = p.next;
-        p.next += 1;
-        let cut = Arc::new(Notify::new());
-        p.total += bytes;
-        p.waiting.insert(id, (bytes, Arc::clone(&cut)));
-        while p.total > budget {
-            let Some((_, (b, oldest))) = p.waiting.pop_first() else {
-                break;
+impl Registry {
+    /// Cuts waiting streams, the longest-waiting first, until `need` more
+    /// bytes fit in `budget`; whether they do.
+    fn make_room(&mut self, need: usize, budget: usize) -> bool {
+        while self.total.saturating_add(need) > budget {
+            let Some((_, id)) = self.waiting.pop_first() else {
+                return false;
             };
-            p.total -= b;
-            oldest.notify_one();
+            if let Some((bytes, _, cut)) = self.live.remove(&id) {
+                self.total -= bytes;
+                cut.notify_one();
+            }
         }
-        (id, cut)
+        true
+    }
+}
+
+impl Streams {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Registry> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// The stream no longer waits (or was cut).
-    fn unpark(&self, id: u64) {
-        let mut p = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some((b, _)) = p.waiting.remove(&id) {
-            p.total -= b;
+    /// Admits a stream that holds `bytes`, cutting streams that wait for
+    /// their readers to make room; `None` when the streams at work leave
+    /// none. Its number, and what tells it that it was cut.
+    fn admit(&self, bytes: usize, budget: usize) -> Option<(u64, Arc<Notify>)> {
+        let mut r = self.lock();
+        if !r.make_room(bytes, budget) {
+            return None;
+        }
+        let id = r.next;
+        r.next += 1;
+        let cut = Arc::new(Notify::new());
+        r.total += bytes;
+        r.live.insert(id, (bytes, None, Arc::clone(&cut)));
+        Some((id, cut))
+    }
+
+    /// The stream now holds `bytes` and waits for its reader (`true`) or
+    /// works (`false`): a waiting stream may be cut from now on, and while
+    /// the streams hold more than `budget` the longest-waiting are (this
+    /// one too, if it comes to it). Whether it is still in flight.
+    fn set(&self, id: u64, bytes: usize, waits: bool, budget: usize) -> bool {
+        let mut r = self.lock();
+        let next = r.next;
+        let Some(entry) = r.live.get_mut(&id) else {
+            return false;
+        };
+        let (old, was_waiting) = (entry.0, entry.1.take());
+        entry.0 = bytes;
+        if waits {
+            entry.1 = Some(next);
+        }
+        r.total = r.total - old + bytes;
+        if let Some(w) = was_waiting {
+            r.waiting.remove(&w);
+        }
+        if waits {
+            r.next += 1;
+            r.waiting.insert(next, id);
+            r.make_room(0, budget);
+        }
+        r.live.contains_key(&id)
+    }
+
+    /// The stream is over.
+    fn remove(&self, id: u64) {
+        let mut r = self.lock();
+        if let Some((bytes, waiting, _)) = r.live.remove(&id) {
+            r.total -= bytes;
+            if let Some(w) = waiting {
+                r.waiting.remove(&w);
+            }
         }
     }
 
-    /// Bytes held by the streams waiting for their readers.
+    /// Bytes held by the streams in flight.
     #[cfg(test)]
     fn total(&self) -> usize {
-        self.0.lock().unwrap_or_else(PoisonError::into_inner).total
+        self.lock().total
+    }
+}
+
+/// Takes a stream out of [`Streams`] when its driver ends, however it ends.
+struct Ticket {
+    state: Arc<AppState>,
+    id: u64,
+}
+
+impl Drop for Ticket {
+    fn drop(&mut self) {
+        self.state.streams.remove(self.id);
     }
 }
 
@@ -275,7 +377,7 @@ struct Job {
     /// Reused by each batch: the pieces' ends (in the rest of the text)
     /// and code points pushed after each, and their releases.
     cuts: Vec<(usize, usize)>,
-    released: Vec<Released>,
+    released: Releases,
     /// `chunk_index` of the next event.
     index: usize,
     /// Events the channel had no room for yet (the finish's release and
@@ -296,9 +398,11 @@ enum Burst {
 }
 
 impl Job {
-    /// Pushes pieces and queues their events until the channel is full or
-    /// the session has ended (runs on a blocking thread).
-    fn burst(&mut self, tx: &mpsc::Sender<Event>, reader: &Reader) -> Burst {
+    /// Pushes pieces and queues their events until the channel stays full
+    /// for [`KEEP_UP`] or the session has ended (runs on a blocking thread:
+    /// a reader that keeps up is waited for here, on a thread whose caches
+    /// are warm, rather than in a new burst).
+    fn burst(&mut self, tx: &mpsc::Sender<Event>, reader: &Reader, rt: &Handle) -> Burst {
         loop {
             while let Some(event) = self.events.pop_front() {
                 let len = event.0.len();
@@ -306,7 +410,10 @@ impl Job {
                     Ok(()) => reader.queue(len),
                     Err(TrySendError::Full(event)) => {
                         self.events.push_front(event);
-                        return Burst::Full;
+                        let soon = Instant::now() + KEEP_UP;
+                        if !rt.block_on(wait_for_room(reader, tx, soon, None)) {
+                            return Burst::Full;
+                        }
                     }
                     Err(TrySendError::Closed(_)) => return Burst::Gone,
                 }
@@ -321,7 +428,8 @@ impl Job {
                     let event = blocked_event(&session, self.index, self.consumed);
                     self.events.push_back((event, false));
                 } else if !released.text.is_empty() {
-                    let event = release_event(self.index, self.consumed, &released);
+                    let event =
+                        release_event(self.index, self.consumed, &released.text, released.redacted);
                     self.events.push_back((event, false));
                 }
                 let last = self.done(session);
@@ -347,7 +455,7 @@ impl Job {
         // pushed when each event is produced.
         self.cuts.clear();
         let (mut end, mut chars) = (0, self.consumed);
-        while end < rest.len() && self.cuts.len() < BATCH {
+        while end < rest.len() && end < BATCH_BYTES && self.cuts.len() < BATCH {
             let piece = &rest[end..];
             let (cut, n) = match piece.char_indices().nth(self.chunk_size) {
                 Some((i, _)) => (i, self.chunk_size),
@@ -370,14 +478,14 @@ impl Job {
         };
         self.at += last;
         let blocked_at = session.blocked().map(|_| pushed - 1);
-        for (k, released) in self.released.iter().enumerate() {
+        for (k, (text, redacted)) in self.released.iter().enumerate() {
             let consumed = self.cuts[k].1;
             let event = if blocked_at == Some(k) {
                 blocked_event(session, self.index, consumed)
-            } else if released.text.is_empty() {
+            } else if text.is_empty() {
                 continue;
             } else {
-                release_event(self.index, consumed, released)
+                release_event(self.index, consumed, text, redacted)
             };
             self.index += 1;
             self.events.push_back((event, false));
@@ -399,7 +507,8 @@ impl Job {
     }
 
     /// Bytes this stream holds while it waits: the text still to push, the
-    /// session's held text and state, and the events not yet taken.
+    /// session's held text and state, the events not yet taken, and those
+    /// taken that the connection's write buffer may still hold.
     fn held_bytes(&self, reader: &Reader) -> usize {
         let session = self
             .session
@@ -408,6 +517,7 @@ impl Job {
         (self.text.capacity() - self.at)
             .saturating_add(session)
             .saturating_add(reader.queued.load(Ordering::Acquire))
+            .saturating_add(reader.taken.load(Ordering::Acquire).min(WRITE_BUFFER))
             .saturating_add(self.events.iter().map(|e| e.0.len()).sum::<usize>())
     }
 
@@ -480,12 +590,12 @@ fn event(value: &impl Serialize) -> Bytes {
 }
 
 /// The event of a push or finish that released text.
-fn release_event(index: usize, consumed: usize, released: &Released) -> Bytes {
+fn release_event(index: usize, consumed: usize, text: &str, redacted: bool) -> Bytes {
     event(&ReleaseEvent {
         chunk_index: index,
         consumed,
-        text: &released.text,
-        redacted: released.redacted,
+        text,
+        redacted,
         blocked: false,
         reason: None,
     })
@@ -555,21 +665,45 @@ async fn wait_for_reader(reader: &Reader, deadline: Instant, cut: Option<&Notify
     }
 }
 
+/// Waits until the channel has room for half its events (a wake-up a
+/// taken event), or until the reader takes nothing up to `deadline` (pushed
+/// back by each event taken) or `cut` says the stream must go; whether
+/// there is room.
+async fn wait_for_room(
+    reader: &Reader,
+    tx: &mpsc::Sender<Event>,
+    mut deadline: Instant,
+    cut: Option<&Notify>,
+) -> bool {
+    let patience = deadline.saturating_duration_since(Instant::now());
+    while tx.capacity() < ROOM {
+        match wait_for_reader(reader, deadline, cut).await {
+            Waited::Took => deadline = Instant::now() + patience,
+            Waited::Cut => return false,
+        }
+    }
+    true
+}
+
 /// Runs a stream to its end: bursts of session work on a blocking thread,
 /// each with a concurrency slot, and waits for the reader in between
 /// without one. Cuts the stream (closing its connection) when the reader
-/// takes nothing for `stream.write_timeout_ms`, when the waiting streams
-/// hold too much, or when no slot frees up within `request_timeout_ms`.
+/// takes nothing for `stream.write_timeout_ms`, when another stream needs
+/// its room while it waits, or when no slot frees up within
+/// `request_timeout_ms`.
 async fn drive(
     mut job: Job,
     mut permit: Option<OwnedSemaphorePermit>,
     tx: mpsc::Sender<Event>,
     reader: Arc<Reader>,
     closer: Option<CloseConnection>,
+    (ticket, cut_me): (Ticket, Arc<Notify>),
 ) {
     let state = Arc::clone(&job.state);
+    let streams = &state.streams;
+    let id = ticket.id;
     let write_timeout = Duration::from_millis(state.config.stream_write_timeout_ms);
-    let budget = PARKED_BODIES.saturating_mul(state.config.limits.max_body_bytes);
+    let budget = STREAM_BODIES.saturating_mul(state.config.limits.max_body_bytes);
     let cut = |closer: Option<CloseConnection>| {
         if let Some(c) = closer {
             c.close();
@@ -584,8 +718,9 @@ async fn drive(
             }
         }
         let (tx2, reader2) = (tx.clone(), Arc::clone(&reader));
+        let rt = Handle::current();
         let worked = tokio::task::spawn_blocking(move || {
-            let burst = job.burst(&tx2, &reader2);
+            let burst = job.burst(&tx2, &reader2, &rt);
             (job, burst)
         })
         .await;
@@ -603,33 +738,30 @@ async fn drive(
             Burst::Done => break,
             Burst::Full => {}
         }
-        // The reader is behind: wait for it without the slot, the caches
-        // or a thread.
+        // The reader is behind (the burst waited for it a moment): wait
+        // without the slot, the caches or a thread, and be the first to go
+        // if another stream needs room.
         permit = None;
         job.park();
-        let (id, cut_me) = state.parked.park(job.held_bytes(&reader), budget);
-        let deadline = Instant::now() + write_timeout;
-        let waited = loop {
-            match wait_for_reader(&reader, deadline, Some(&cut_me)).await {
-                Waited::Cut => break Waited::Cut,
-                // A stale wake-up leaves the channel full: wait again.
-                Waited::Took if tx.capacity() == 0 => {}
-                Waited::Took => break Waited::Took,
-            }
-        };
-        state.parked.unpark(id);
-        if let Waited::Cut = waited {
+        if !streams.set(id, job.held_bytes(&reader), true, budget) {
+            return cut(closer);
+        }
+        let room = wait_for_room(&reader, &tx, Instant::now() + write_timeout, Some(&cut_me)).await;
+        if !room || !streams.set(id, job.held_bytes(&reader), false, budget) {
             return cut(closer);
         }
     }
     // Every event is queued: the reader has `stream.write_timeout_ms` to
-    // take each of the last ones.
+    // take each of the last ones, and the stream holds only them.
     drop(permit);
+    if !streams.set(id, job.held_bytes(&reader), true, budget) {
+        return cut(closer);
+    }
     let mut deadline = Instant::now() + write_timeout;
     loop {
         tokio::select! {
             () = tx.closed() => return,
-            w = wait_for_reader(&reader, deadline, None) => match w {
+            w = wait_for_reader(&reader, deadline, Some(&cut_me)) => match w {
                 Waited::Took => deadline = Instant::now() + write_timeout,
                 Waited::Cut => return cut(closer),
             },
@@ -726,27 +858,34 @@ mod tests {
         }
     }
     #[test]
-    fn the_stream_that_waited_longest_is_cut_first_past_the_budget() {
-        let p = Parked::default();
-        let (a, cut_a) = p.park(40, 100);
-        let (b, cut_b) = p.park(40, 100);
-        assert_eq!(p.total(), 80);
-        // 120 > 100: the first to wait goes, the second stays.
-        let (c, cut_c) = p.park(40, 100);
-        assert_eq!(p.total(), 80);
+    fn the_stream_that_waited_longest_is_cut_first_to_make_room() {
+        let r = Streams::default();
         let notified = |n: &Notify| futures_util::FutureExt::now_or_never(n.notified()).is_some();
-        assert!(notified(&cut_a));
-        assert!(!notified(&cut_b) && !notified(&cut_c));
-        // Unparking a cut stream changes nothing; the others go away.
-        p.unpark(a);
-        assert_eq!(p.total(), 80);
-        p.unpark(b);
-        p.unpark(c);
-        assert_eq!(p.total(), 0);
-        // A stream larger than the budget alone is cut at once.
-        let (d, cut_d) = p.park(101, 100);
-        assert!(notified(&cut_d));
-        p.unpark(d);
-        assert_eq!(p.total(), 0);
+        let (a, cut_a) = r.admit(30, 100).unwrap();
+        let (b, cut_b) = r.admit(30, 100).unwrap();
+        let (c, cut_c) = r.admit(30, 100).unwrap();
+        assert_eq!(r.total(), 90);
+        // Streams at work are never cut: no room for 20 more.
+        assert!(r.admit(20, 100).is_none());
+        // b then a wait for their readers: a new stream cuts b, which
+        // waited longest, and only b.
+        assert!(r.set(b, 30, true, 100));
+        assert!(r.set(a, 30, true, 100));
+        let (d, cut_d) = r.admit(20, 100).unwrap();
+        assert!(notified(&cut_b));
+        assert!(!notified(&cut_a) && !notified(&cut_c) && !notified(&cut_d));
+        assert_eq!(r.total(), 80);
+        // A cut stream is gone: it cannot wait or work again.
+        assert!(!r.set(b, 10, false, 100));
+        // A stream that works again is not cut; growing while it waits
+        // past the budget cuts the longest-waiting, itself if need be.
+        assert!(r.set(a, 30, false, 100));
+        assert!(!r.set(c, 60, true, 100));
+        assert!(notified(&cut_c));
+        assert_eq!(r.total(), 50);
+        r.remove(a);
+        r.remove(c);
+        r.remove(d);
+        assert_eq!(r.total(), 0);
     }
 }
