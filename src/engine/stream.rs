@@ -911,9 +911,11 @@ impl<E: Deref<Target = Evaluator>> Session<E> {
             self.hasher.update(piece.as_bytes());
             return Released::default();
         }
+        // Two monotonic clock reads: a CPU-time read costs more than a
+        // small push (see `EngineClock`).
         let started = Instant::now();
         let out = self.push_untimed(piece);
-        self.charge(started, out)
+        self.charge(started.elapsed(), out)
     }
 
     /// Pushes `pieces` in order, as [`Self::push`] would one at a time, and
@@ -930,7 +932,7 @@ impl<E: Deref<Target = Evaluator>> Session<E> {
         pieces: impl IntoIterator<Item = &'p str>,
         out: &mut Releases,
     ) -> usize {
-        let started = Instant::now();
+        let started = EngineClock::start();
         let first = out.ends.len();
         for piece in pieces {
             if self.core.finished || self.core.blocked.is_some() {
@@ -941,7 +943,7 @@ impl<E: Deref<Target = Evaluator>> Session<E> {
         }
         let pushed = out.ends.len() - first;
         let blocked = self.core.blocked.is_some();
-        let _ = self.charge(started, Released::default());
+        let _ = self.charge(started.elapsed(), Released::default());
         if !blocked && self.core.blocked.is_some() {
             // Past the budget: nothing of this call goes out.
             let start = first.checked_sub(1).map_or(0, |k| out.ends[k].0);
@@ -982,19 +984,19 @@ impl<E: Deref<Target = Evaluator>> Session<E> {
             self.core.finished = true;
             return Released::default();
         }
-        let started = Instant::now();
+        let started = EngineClock::start();
         let out = match self.norm.as_deref_mut() {
             Some(norm) => norm.finish(&mut self.core, &self.ev),
             None => self.core.finish(&self.ev),
         };
-        self.charge(started, out)
+        self.charge(started.elapsed(), out)
     }
 
-    /// Counts the engine time of a call that began at `started` and
-    /// returns its release, or nothing once the session is blocked or has
-    /// spent its budget (it then stops, failing closed).
-    fn charge(&mut self, started: Instant, out: Released) -> Released {
-        self.spent += started.elapsed();
+    /// Counts the engine time of a call and returns its release, or
+    /// nothing once the session is blocked or has spent its budget (it then
+    /// stops, failing closed).
+    fn charge(&mut self, took: Duration, out: Released) -> Released {
+        self.spent += took;
         #[cfg(test)]
         {
             self.spent += self.core.extra_time;
@@ -1034,7 +1036,11 @@ impl<E: Deref<Target = Evaluator>> Session<E> {
     }
 
     /// Engine time spent so far in pushes and the finish (what a stream's
-    /// `latency_us` reports, and what `max_session_ms` limits).
+    /// `latency_us` reports, and what `max_session_ms` limits): the
+    /// thread's CPU time in [`Self::push_many`] and [`Self::finish`] where
+    /// the platform gives it (Linux), the monotonic clock's time otherwise
+    /// and in [`Self::push`] (one CPU-time read costs about 0.4 µs, two
+    /// small pushes), which counts time the thread waited for a CPU too.
     pub fn engine_time(&self) -> Duration {
         self.spent
     }
@@ -1112,6 +1118,45 @@ impl<E: Deref<Target = Evaluator>> Session<E> {
     pub fn normalized(&self) -> bool {
         self.norm.as_ref().is_some_and(|n| n.changed)
     }
+}
+
+/// Measures the engine time of a call: the calling thread's CPU time where
+/// the platform gives it, so that a session on a busy machine is not charged
+/// for the time other threads held its CPU; the monotonic clock otherwise.
+enum EngineClock {
+    Cpu(Duration),
+    Wall(Instant),
+}
+
+impl EngineClock {
+    fn start() -> Self {
+        match thread_cpu_time() {
+            Some(t) => Self::Cpu(t),
+            None => Self::Wall(Instant::now()),
+        }
+    }
+
+    fn elapsed(&self) -> Duration {
+        match self {
+            Self::Cpu(t) => thread_cpu_time().map_or(Duration::ZERO, |now| now.saturating_sub(*t)),
+            Self::Wall(t) => t.elapsed(),
+        }
+    }
+}
+
+/// The calling thread's CPU time (`CLOCK_THREAD_CPUTIME_ID`).
+#[cfg(target_os = "linux")]
+fn thread_cpu_time() -> Option<Duration> {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
+    let secs = u64::try_from(t.tv_sec).ok()?;
+    let nanos = u32::try_from(t.tv_nsec).ok()?;
+    Some(Duration::new(secs, nanos))
+}
+
+/// The calling thread's CPU time: not available here.
+#[cfg(not(target_os = "linux"))]
+fn thread_cpu_time() -> Option<Duration> {
+    None
 }
 
 /// The original-text side of a normalized session (SPEC §15 with §11): the
