@@ -301,10 +301,11 @@ async fn a_stream_frees_its_slot_when_its_session_ends_whatever_the_client_reads
 
 #[tokio::test]
 async fn streams_waiting_for_their_readers_hold_a_bounded_memory_the_oldest_cut_first() {
-    // 32 KiB bodies: the streams in flight hold 32 of them (1 MiB) at most. Each stream below fills its channel and waits,
-    // holding 3.7 KB of text, its session (counted as 64 KiB), and the
-    // events of its first batch of 256 pieces (32 in the channel, 224 in
-    // the job: 23 KB): 11 fit (1 MiB / 92 KB), 19 of 30 are cut.
+    // 32 KiB bodies: the streams in flight hold 32 of them (1 MiB) at most.
+    // Each stream below fills its channel (4 chunks of 16 KiB of events)
+    // and waits, holding 3 KB of text, its session (counted as 64 KiB), the
+    // chunks and the rest of a batch of 256 pieces' events (23 KB): about
+    // 140 KB; 7 fit, 23 of 30 are cut.
     let s = setup_with(|c| {
         c.limits.max_body_bytes = 32_768;
         // Reading them all takes a while: no stream is cut for its reader.
@@ -323,14 +324,14 @@ async fn streams_waiting_for_their_readers_hold_a_bounded_memory_the_oldest_cut_
         // Let it fill its events and wait, in the order they came.
         tokio::time::sleep(std::time::Duration::from_millis(30)).await;
     }
-    // A cut stream ends after the 32 events its channel held; a kept one
-    // goes on once read (40 events are taken from it: its memory stays the
+    // A cut stream ends after the 4 chunks its channel held; a kept one
+    // goes on once read (6 chunks are taken from it: its memory stays the
     // same, its events only move from the server to the reader).
     let mut kept = Vec::new();
     for resp in waiting {
         let mut body = resp.into_body();
         let mut taken = 0;
-        while taken < 40 {
+        while taken < 6 {
             let next = tokio::time::timeout(std::time::Duration::from_secs(5), body.frame());
             match next
                 .await
@@ -340,12 +341,12 @@ async fn streams_waiting_for_their_readers_hold_a_bounded_memory_the_oldest_cut_
                 _ => break,
             }
         }
-        assert!(taken == 32 || taken == 40, "{taken} events");
-        kept.push(taken == 40);
+        assert!(taken == 4 || taken == 6, "{taken} chunks");
+        kept.push(taken == 6);
     }
     // The first ones were cut to make room, the last ones kept.
     let cut = kept.iter().take_while(|k| !**k).count();
-    assert_eq!(cut, 19, "{kept:?}");
+    assert_eq!(cut, 23, "{kept:?}");
     assert!(kept[cut..].iter().all(|k| *k), "{kept:?}");
 }
 

@@ -45,11 +45,16 @@ use tokio::time::Instant;
 
 /// Default piece size, in code points.
 pub const DEFAULT_CHUNK_SIZE: usize = 16;
-/// Events buffered between the session and the connection: what a
-/// reader that does not read makes the server hold, beyond its text.
-const EVENT_BUFFER: usize = 32;
+/// Chunks of events buffered between the session and the connection:
+/// what a reader that does not read makes the server hold, beyond its text.
+const EVENT_BUFFER: usize = 4;
+/// Events go to the connection in chunks of about this many bytes (or one
+/// larger event): one wake-up of the connection's task for dozens of
+/// events, where one each cost the server more in task switches than its
+/// sessions spent (512 KiB in pieces of 16 code points: 32k events).
+const CHUNK_BYTES: usize = 16 * 1024;
 /// Room a waiting stream waits for in the channel before it goes on (so
-/// that a slow reader does not wake it for each event).
+/// that a slow reader does not wake it for each chunk).
 const ROOM: usize = EVENT_BUFFER / 2;
 /// How long a stream whose reader is behind waits with its slot and caches
 /// before it parks: a reader that keeps up makes room in far less.
@@ -404,18 +409,20 @@ impl Job {
     /// are warm, rather than in a new burst).
     fn burst(&mut self, tx: &mpsc::Sender<Event>, reader: &Reader, rt: &Handle) -> Burst {
         loop {
-            while let Some(event) = self.events.pop_front() {
-                let len = event.0.len();
-                match tx.try_send(event) {
-                    Ok(()) => reader.queue(len),
-                    Err(TrySendError::Full(event)) => {
-                        self.events.push_front(event);
+            while !self.events.is_empty() {
+                match tx.try_reserve() {
+                    Ok(room) => {
+                        let chunk = self.chunk();
+                        reader.queue(chunk.0.len());
+                        room.send(chunk);
+                    }
+                    Err(TrySendError::Full(())) => {
                         let soon = Instant::now() + KEEP_UP;
                         if !rt.block_on(wait_for_room(reader, tx, soon, None)) {
                             return Burst::Full;
                         }
                     }
-                    Err(TrySendError::Closed(_)) => return Burst::Gone,
+                    Err(TrySendError::Closed(())) => return Burst::Gone,
                 }
             }
             let Some(mut session) = self.session.take() else {
@@ -439,6 +446,30 @@ impl Job {
                 self.session = Some(session);
             }
         }
+    }
+
+    /// The next events, about [`CHUNK_BYTES`] of them (at least one), as
+    /// one chunk; whether it holds the last.
+    fn chunk(&mut self) -> Event {
+        let mut take = 0;
+        let mut bytes = 0;
+        for (e, _) in &self.events {
+            if take > 0 && bytes + e.len() > CHUNK_BYTES {
+                break;
+            }
+            bytes += e.len();
+            take += 1;
+        }
+        if take == 1 {
+            return self.events.pop_front().unwrap_or_default();
+        }
+        let mut out = Vec::with_capacity(bytes);
+        let mut last = false;
+        for (e, l) in self.events.drain(..take) {
+            out.extend_from_slice(&e);
+            last |= l;
+        }
+        (Bytes::from(out), last)
     }
 
     /// Up to [`BATCH`] pushes, and their events.
