@@ -93,8 +93,14 @@ fn pieces(text: &str, size: usize) -> Vec<&str> {
     out
 }
 
+/// The bench's pack, or with `HELIXOR_BENCH_PACK=example` the example pack
+/// alone (what `POST /v1/evaluate/stream` runs in the demo deployment).
 fn evaluator() -> Evaluator {
-    let doc = parse_document(PLAYBOOK.as_bytes(), "bench").unwrap().doc;
+    let yaml = match std::env::var("HELIXOR_BENCH_PACK").as_deref() {
+        Ok("example") => helixor::EXAMPLE_PLAYBOOK_YAML,
+        _ => PLAYBOOK,
+    };
+    let doc = parse_document(yaml.as_bytes(), "bench").unwrap().doc;
     let rules = check_declarations(&doc, "bench").unwrap();
     Evaluator::new("bench.stream.v1", "1.0.0", &rules).unwrap()
 }
