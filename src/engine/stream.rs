@@ -99,7 +99,28 @@
 //! threads at most once (a rare replay after a committed match that live
 //! threads began inside, or after a lazy-DFA cache clear, is bounded by the
 //! held text), and released text is dropped from the buffer, keeping one
-//! character as look-behind context. Measured costs are in `BENCHMARKS.md`.
+//! character as look-behind context. Nothing else a push does grows with
+//! the text held back: the committed matches wait in sweep order and a
+//! release visits only those that start before its cut; the required-bytes
+//! scan starts where the exact search does; `lookahead_chars` keeps its
+//! whitespace scan across pushes; and whether the text after a commit is
+//! ASCII is known from the last non-ASCII byte pushed (a held run of
+//! 60,000 characters once cost each of its pushes all of these).
+//!
+//! # The decision
+//!
+//! A session yields the decision of the whole text itself
+//! ([`Session::decision`]), equal to [`Evaluator::evaluate_with`] but for
+//! `clean_text` (what it released) and `latency_us` (its own engine time):
+//! it records each committed match in code points (mapped back through the
+//! view with normalization), hashes the text as it arrives for the
+//! receipt, and, once blocked, keeps judging what is pushed without
+//! releasing any of it, so that the triggers after the block are counted.
+//! `max_session_ms` bounds the engine time of the pushes and the finish:
+//! past it the session stops all work (it only hashes what is pushed) and
+//! decides [`COST_ACTION`], fail closed. [`Session::push_many`] pushes a
+//! batch with one measurement of the thread's CPU time, and
+//! [`Session::park`] gives the caches back while a session waits.
 
 use super::decision::{Decision, Source, Trigger, BLOCKED_TEXT};
 use super::normalize::{self, Normalize, Normalizer, ViewMap};
