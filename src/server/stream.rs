@@ -5,22 +5,23 @@
 //! did not release.
 //!
 //! The session runs on a blocking thread, holding the request's
-//! concurrency slot, and hands each event to a small channel that the
-//! response body drains as the connection writes. When the channel stays
-//! full for a moment (the reader is behind), the session stops: it gives
-//! its caches and its slot back and waits, off every thread, for the
-//! reader to take half the channel's events; it resumes with a slot taken
-//! again. So a reader that does not
-//! read costs no slot, no thread and no growing buffer: a few events, the
+//! concurrency slot: it pushes the pieces in batches and hands their
+//! events, in chunks, to a channel of four that the response body drains
+//! as the connection writes. When the channel stays full for a moment (the
+//! reader is behind), the session stops: it gives its caches and its slot
+//! back and waits, off every thread, for the reader to take half the
+//! channel; it resumes with a slot taken again. So a reader that does not
+//! read costs no slot, no thread and no growing buffer: a few chunks, the
 //! rest of its text and the session's own state. Such a reader loses its
-//! stream after `stream.write_timeout_ms` without taking an event, and
-//! the streams in flight hold [`STREAM_BODIES`] request bodies' worth of
-//! memory at most: a new stream makes room by cutting the ones that have
-//! waited longest for their readers, or gets a 503 when the streams at
-//! work leave none. The slot is free as soon as the session ends
-//! (its last events wait for the reader without it), and `max_session_ms`
-//! bounds the engine time of the session itself. The last event is the
-//! session's own decision, with its engine time as `latency_us`.
+//! stream (and its connection) after `stream.write_timeout_ms` without
+//! taking a chunk, and the streams in flight hold [`STREAM_BODIES`] request
+//! bodies' worth of memory at most: a new stream makes room by cutting the
+//! ones that have waited longest for their readers, or gets a 503 when the
+//! streams at work leave none. The slot is free as soon as the session
+//! ends (its last events wait for the reader without it), and
+//! `max_session_ms` bounds the CPU time of the session itself. The last
+//! event is the session's own decision, with its engine time as
+//! `latency_us`.
 
 use super::listener::CloseConnection;
 use super::routes::{choose, serving, ApiError, AppStateRef, EvaluateBody, Slot};
@@ -62,11 +63,9 @@ const KEEP_UP: Duration = Duration::from_millis(10);
 /// Pieces pushed at once ([`OwnedStreamSession::push_many`]: one
 /// engine-time measurement for them all), and at most this much text. The
 /// events are built after the batch, so the engine's caches stay warm
-/// through it: in batches of 32 pieces, switching between the two cost a
-/// 16-code-point session about as much as its pushes (512 KiB: 14.6 ms of
-/// engine time, 7.9 ms in batches of 256, 7.0 ms of 1024). Their events
-/// wait in the job until the channel takes them (at most 256 more events
-/// for a reader that does not read).
+/// through it (512 KiB in pieces of 16 code points, with events sent one by
+/// one: 14.6 ms of engine time in batches of 32, 7.9 ms in batches of 256).
+/// Their events wait in the job until the channel takes them.
 const BATCH: usize = 256;
 const BATCH_BYTES: usize = 4096;
 /// The streams in flight hold at most this many `limits.max_body_bytes` in
