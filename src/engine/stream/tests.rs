@@ -795,8 +795,11 @@ fn push_many_releases_as_pushes_one_by_one_and_stops_at_a_block() {
         .collect();
     assert_eq!(got, expected[..=blocked_at]);
     assert_eq!(many.blocked(), one.blocked());
-    // Once blocked, it pushes nothing more.
-    assert_eq!(many.push_many(["x"], &mut out), 0);
+    // Once blocked, it judges what comes and releases nothing.
+    let n = out.len();
+    assert_eq!(many.push_many(["x", " y"], &mut out), 2);
+    assert_eq!(out.get(n), Some(("", false)));
+    assert_eq!(out.get(n + 1), Some(("", false)));
 }
 
 #[test]
