@@ -162,9 +162,16 @@ async fn a_fatal_match_sends_one_blocked_event_and_nothing_of_the_value() {
     );
     let done = ev.last().unwrap();
     assert_eq!(done["done"], true);
-    // The decision of the whole text.
+    // The decision of the whole text: the card after the block counts (the
+    // receipt names both rules), though nothing after the block was released.
     assert_eq!(done["action"], "block_glba_ssn_leakage");
     assert_eq!(done["severity"], "FATAL");
+    let generation = s.state.current().unwrap();
+    let whole = generation.packs[PII_PACK]
+        .evaluator
+        .evaluate("Your SSN 123-45-6789 is on file, card 4111 1111 1111 1111.");
+    assert_eq!(whole.triggers.len(), 2);
+    assert_eq!(done["receipt_hash"], whole.receipt_hash);
     assert_eq!(ev.len(), 4, "\"Your \", \"SSN \", blocked, done");
     let metrics = metrics_text(&s.state);
     assert!(

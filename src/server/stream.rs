@@ -476,9 +476,11 @@ impl Job {
         let rest = &self.text[self.at..];
         if session.blocked().is_some() {
             // A blocked session releases nothing more, but judges the rest
-            // of the text for the decision: in one piece, the cheapest.
+            // of the text for the decision: in one piece, the cheapest
+            // (through `push_many`, whose engine time is exact).
             self.at = self.text.len();
-            session.push(rest);
+            self.released.clear();
+            session.push_many([rest], &mut self.released);
             return;
         }
         // The pieces' ends and code points; `consumed` counts code points
