@@ -953,7 +953,7 @@ impl<E: Deref<Target = Evaluator>> Session<E> {
         self.dice ^= self.dice << 17;
         let weight = if piece.len() >= TIME_EVERY_PIECE_FROM {
             1
-        } else if self.dice % SAMPLE_ONE_IN == 0 {
+        } else if self.dice.is_multiple_of(SAMPLE_ONE_IN) {
             SAMPLE_ONE_IN as u32
         } else {
             let out = self.push_untimed(piece);
