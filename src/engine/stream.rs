@@ -758,7 +758,7 @@ pub struct Session<E: Deref<Target = Evaluator>> {
     norm: Option<Box<NormStream>>,
     /// The text pushed so far, hashed as it arrives (the receipt's
     /// `sha256_payload`: the session never holds the whole text).
-    hasher: Sha256,
+    hasher: Hasher,
     /// Engine time spent in pushes and the finish, and the most it may be.
     spent: Duration,
     budget: Duration,
@@ -767,10 +767,11 @@ pub struct Session<E: Deref<Target = Evaluator>> {
     dice: u64,
 }
 
-/// [`Session::push`] times every piece of this many bytes or more...
-const TIME_EVERY_PIECE_FROM: usize = 4096;
+/// [`Session::push`] times every piece of this many bytes or more (two
+/// clock reads are then a few percent of its work)...
+const TIME_EVERY_PIECE_FROM: usize = 1024;
 /// ...and one smaller piece in this many.
-const SAMPLE_ONE_IN: u64 = 8;
+const SAMPLE_ONE_IN: u64 = 32;
 
 /// A session that borrows its evaluator ([`Evaluator::stream`]).
 pub type StreamSession<'e> = Session<&'e Evaluator>;
@@ -920,7 +921,7 @@ impl<E: Deref<Target = Evaluator>> Session<E> {
             ev,
             core,
             norm,
-            hasher: Sha256::new(),
+            hasher: Hasher::default(),
             spent: Duration::ZERO,
             budget: Duration::from_millis(opts.max_session_ms),
             // Never 0 (xorshift would stay there).
@@ -942,12 +943,12 @@ impl<E: Deref<Target = Evaluator>> Session<E> {
             return Released::default();
         }
         if self.core.stopped {
-            self.hasher.update(piece.as_bytes());
+            self.hasher.update(piece);
             return Released::default();
         }
         // Two clock reads cost a quarter of a 16-byte push: a small piece is
-        // timed one time in eight, at random (a text cannot hide its cost
-        // in the pieces that are not), and counts eight times its time.
+        // timed one time in 32, at random (a text cannot hide its cost in
+        // the pieces that are not), and counts 32 times its time.
         self.dice ^= self.dice << 13;
         self.dice ^= self.dice >> 7;
         self.dice ^= self.dice << 17;
@@ -1019,7 +1020,7 @@ impl<E: Deref<Target = Evaluator>> Session<E> {
     /// [`Self::push_untimed`] writing the release at the end of `out`
     /// (nothing once blocked); whether it holds a placeholder.
     fn push_untimed_into(&mut self, piece: &str, out: &mut String) -> bool {
-        self.hasher.update(piece.as_bytes());
+        self.hasher.update(piece);
         let redacted = match self.norm.as_deref_mut() {
             Some(norm) => {
                 let r = norm.push(&mut self.core, &self.ev, piece);
@@ -1097,8 +1098,8 @@ impl<E: Deref<Target = Evaluator>> Session<E> {
     /// the platform gives it (Linux), the monotonic clock's time otherwise
     /// and in [`Self::push`] (one CPU-time read costs about 0.4 µs, two
     /// small pushes), which counts time the thread waited for a CPU too.
-    /// [`Self::push`] times pieces of 4 KiB or more, and estimates the
-    /// others from one in eight timed at random: a caller that needs the
+    /// [`Self::push`] times pieces of 1 KiB or more, and estimates the
+    /// others from one in 32 timed at random: a caller that needs the
     /// time of many small pieces exactly pushes them with
     /// [`Self::push_many`].
     pub fn engine_time(&self) -> Duration {
@@ -1118,7 +1119,7 @@ impl<E: Deref<Target = Evaluator>> Session<E> {
         if !self.core.finished {
             return None;
         }
-        let digest: [u8; 32] = self.hasher.clone().finalize().into();
+        let digest = self.hasher.digest();
         let ev = &*self.ev;
         let normalized = self.normalized();
         let mut d = if self.core.stopped {
@@ -1177,6 +1178,53 @@ impl<E: Deref<Target = Evaluator>> Session<E> {
     /// text so far (SPEC §15).
     pub fn normalized(&self) -> bool {
         self.norm.as_ref().is_some_and(|n| n.changed)
+    }
+}
+
+/// Appends `text` to `out`; into an empty `out`, as one allocation of its
+/// size (a release a push returns on its own).
+fn write_into(out: &mut String, text: &str) {
+    if out.capacity() == 0 {
+        *out = text.to_owned();
+    } else {
+        out.push_str(text);
+    }
+}
+
+/// SHA-256 of a text that arrives in pieces: small pieces are gathered and
+/// hashed a few kilobytes at a time (the hasher's own bookkeeping for each
+/// 16-byte piece cost more than the hashing of its bytes).
+#[derive(Clone, Default)]
+struct Hasher {
+    sha: Sha256,
+    pending: Vec<u8>,
+}
+
+/// [`Hasher`] hashes this many gathered bytes at once.
+const HASH_BLOCK: usize = 4096;
+
+impl Hasher {
+    fn update(&mut self, piece: &str) {
+        let bytes = piece.as_bytes();
+        if self.pending.len() + bytes.len() > HASH_BLOCK {
+            self.sha.update(&self.pending);
+            self.pending.clear();
+        }
+        if bytes.len() >= HASH_BLOCK {
+            self.sha.update(bytes);
+        } else {
+            if self.pending.capacity() == 0 {
+                self.pending.reserve_exact(HASH_BLOCK);
+            }
+            self.pending.extend_from_slice(bytes);
+        }
+    }
+
+    /// The digest of everything so far.
+    fn digest(&self) -> [u8; 32] {
+        let mut sha = self.sha.clone();
+        sha.update(&self.pending);
+        sha.finalize().into()
     }
 }
 
@@ -2072,7 +2120,7 @@ impl Core {
                 return false;
             }
             if writes {
-                out.push_str(&self.buf[self.head..q]);
+                write_into(out, &self.buf[self.head..q]);
             }
             self.released_chars += char_count(&self.buf[self.head..q]);
             self.head = q;
@@ -2121,7 +2169,13 @@ impl Core {
                     .iter()
                     .map(|&(s, e, p)| (self.dropped + s, self.dropped + e, p.to_string())),
             ),
-            None => write_regions(out, &self.buf, self.head, cut, regions),
+            None => {
+                // One allocation for a new release, of its exact size.
+                let removed: usize = regions.iter().map(|&(s, e, _)| e - s).sum();
+                let added: usize = regions.iter().map(|r| r.2.len()).sum();
+                out.reserve((cut - self.head).saturating_sub(removed) + added);
+                write_regions(out, &self.buf, self.head, cut, regions);
+            }
         }
         let redacted = !regions.is_empty();
         self.released_chars += char_count(&self.buf[self.head..cut]);
