@@ -197,6 +197,8 @@ pub struct Evaluator {
     live: OnceLock<Arc<stream::LivePlan>>,
     /// Idle lazy-DFA caches of stream sessions.
     live_caches: Mutex<Vec<stream::LiveCaches>>,
+    /// Idle text buffers of stream sessions (a few, of bounded size).
+    stream_bufs: Mutex<Vec<String>>,
 }
 
 impl std::fmt::Debug for Evaluator {
@@ -277,6 +279,7 @@ impl Evaluator {
             caches: Mutex::new(Vec::new()),
             live: OnceLock::new(),
             live_caches: Mutex::new(Vec::new()),
+            stream_bufs: Mutex::new(Vec::new()),
         };
         evaluator.warm(warm_sets());
         evaluator.warm_stream();

@@ -161,6 +161,9 @@ const LIVE_CACHE_BYTES: usize = 1 << 20;
 /// Skipped text that may hold a match is simulated below this many bytes
 /// (a few transitions a byte) and left to one exact search above it.
 const SIMULATE_BELOW: usize = 64;
+/// Idle session buffers an evaluator keeps, and the largest kept.
+const MAX_IDLE_BUFS: usize = 4;
+const MAX_IDLE_BUF_BYTES: usize = 2 << 20;
 /// States whose terminal check a session remembers, per rule.
 const MAX_TERMINAL_MEMO: usize = 256;
 
@@ -1424,7 +1427,12 @@ impl Core {
         Self {
             plan,
             opts,
-            buf: String::new(),
+            buf: ev
+                .stream_bufs
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .pop()
+                .unwrap_or_default(),
             head: 0,
             origin: true,
             last_non_ascii: None,
@@ -1469,6 +1477,19 @@ impl Core {
     fn give_back(&mut self, ev: &Evaluator) {
         if let Some(c) = self.caches.take() {
             ev.idle_caches().push(*c);
+        }
+        // A few buffers are kept: a new session then writes into memory
+        // already mapped (a fresh one of 512 KiB cost a single-piece push
+        // a fifth of its time in page faults).
+        if self.buf.capacity() <= MAX_IDLE_BUF_BYTES {
+            let mut bufs = ev
+                .stream_bufs
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if bufs.len() < MAX_IDLE_BUFS {
+                self.buf.clear();
+                bufs.push(std::mem::take(&mut self.buf));
+            }
         }
         if let Some(l) = self.live.take() {
             ev.live_caches
@@ -1996,7 +2017,9 @@ impl Core {
                 let at = self.dropped;
                 self.pending.insert((at + s, Reverse(at + e), key, i));
                 let floor = (at + self.head, self.released_chars);
-                self.spans.commit(i, (at + s, at + e), &self.buf, at, floor);
+                let ascii_from = self.last_non_ascii.map_or(0, |k| k + 1);
+                self.spans
+                    .commit(i, (at + s, at + e), (&self.buf, at, ascii_from), floor);
                 self.fired[slot] = true;
                 fatal |= self.plan.slots[slot].severity == Severity::Fatal;
             }
@@ -2311,19 +2334,19 @@ impl SpanLog {
     }
 
     /// Records matcher `i`'s match `view` (absolute bytes of the core's
-    /// text, `buf` holding it from `base`); `floor` is the release point
-    /// and its code point (no match starts before it).
+    /// text, `buf` holding it from `base`, ASCII from `ascii_from` on);
+    /// `floor` is the release point and its code point (no match starts
+    /// before it).
     fn commit(
         &mut self,
         i: usize,
         view: (usize, usize),
-        buf: &str,
-        base: usize,
+        (buf, base, ascii_from): (&str, usize, usize),
         floor: (usize, usize),
     ) {
         match self.unmapped.as_mut() {
             Some(u) => u.push((i, view.0, view.1)),
-            None => self.record(i, view, view, buf, base, floor),
+            None => self.record(i, view, view, (buf, base, ascii_from), floor),
         }
     }
 
@@ -2334,7 +2357,7 @@ impl SpanLog {
             return;
         };
         for &(i, s, e) in &u {
-            self.record(i, (s, e), map.span(s, e), orig, base, floor);
+            self.record(i, (s, e), map.span(s, e), (orig, base, usize::MAX), floor);
         }
         u.clear();
         self.unmapped = Some(u);
@@ -2342,14 +2365,14 @@ impl SpanLog {
 
     /// Records matcher `i`'s match: `view` in the text the rules ran on,
     /// `orig` in the original text (absolute bytes; `text` holds it from
-    /// `base`, at least from `floor`, the release point and its code point).
+    /// `base`, at least from `floor`, the release point and its code point,
+    /// and is ASCII from `ascii_from` on: there bytes are code points).
     fn record(
         &mut self,
         i: usize,
         view: (usize, usize),
         orig: (usize, usize),
-        text: &str,
-        base: usize,
+        (text, base, ascii_from): (&str, usize, usize),
         floor: (usize, usize),
     ) {
         let (Some(cursor), Some(spans)) = (self.cursor.get_mut(i), self.spans.get_mut(i)) else {
@@ -2362,6 +2385,9 @@ impl SpanLog {
             *cursor = floor;
         }
         let count = |a: usize, b: usize| {
+            if a >= ascii_from {
+                return b.saturating_sub(a);
+            }
             text.get(a.saturating_sub(base)..b.saturating_sub(base))
                 .map_or(0, char_count)
         };
