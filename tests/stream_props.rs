@@ -251,6 +251,47 @@ proptest! {
         }
     }
 
+    /// SPEC §11.2: the session yields the decision of the whole text itself,
+    /// from the matches it committed: every field of `evaluate` (action,
+    /// severity, reason, receipt hash, each trigger with its spans in code
+    /// points, normalized), blocked or not, whatever the cuts. Its
+    /// `clean_text` is the blocked placeholder when it blocks and otherwise
+    /// empty (what leaves is what it released, checked above); its
+    /// `latency_us` is its own engine time.
+    #[test]
+    fn the_session_decides_as_evaluate_on_the_whole_text(
+        whole in text(), sizes in cuts(), which in 0usize..2, block in any::<bool>(),
+        lookahead in prop_oneof![4 => Just(0usize), 1 => 1usize..40],
+        evasion in any::<bool>(), holdback in prop_oneof![4 => Just(65_536usize), 1 => 1usize..12],
+    ) {
+        let e = &evaluators()[which];
+        let norm = if evasion { Normalize::Evasion } else { Normalize::None };
+        let opts = StreamOptions {
+            block_on_fatal: block, lookahead_chars: lookahead, normalize: norm,
+            max_holdback_chars: holdback, ..StreamOptions::default()
+        };
+        let mut s = e.stream(opts);
+        let mut released = String::new();
+        for piece in split(&whole, &sizes) {
+            released.push_str(&s.push(&piece).text);
+        }
+        released.push_str(&s.finish().text);
+        let evaluated = e.evaluate_with(&whole, norm);
+        let mut d = s.decision().unwrap();
+        prop_assert!(d.latency_us > 0.0);
+        if evaluated.severity == Some(Severity::Fatal) {
+            prop_assert_eq!(&d.clean_text, &evaluated.clean_text);
+        } else {
+            prop_assert_eq!(&d.clean_text, "");
+            if s.blocked().is_none() {
+                prop_assert_eq!(&released, &evaluated.clean_text);
+            }
+            d.clean_text = evaluated.clean_text.clone();
+        }
+        d.latency_us = evaluated.latency_us;
+        prop_assert_eq!(d, evaluated);
+    }
+
     /// SPEC §15: on a text the evasion view leaves as it is, `evasion`
     /// decides exactly as `none` (latency aside); texts of NFC words and
     /// ASCII values are such texts.

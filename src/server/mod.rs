@@ -69,6 +69,8 @@ pub struct AppState {
     draining: AtomicBool,
     /// Slots of `limits.max_concurrency`.
     pub(crate) slots: Arc<tokio::sync::Semaphore>,
+    /// The streams in flight and their memory (`POST /v1/evaluate/stream`).
+    pub(crate) streams: stream::Streams,
 }
 
 impl AppState {
@@ -85,6 +87,7 @@ impl AppState {
             reload_lock: tokio::sync::Mutex::new(()),
             last_reload: Mutex::new(None),
             draining: AtomicBool::new(false),
+            streams: stream::Streams::default(),
         });
         if let Some(g) = generation {
             state.install(g);

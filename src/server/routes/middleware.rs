@@ -11,7 +11,7 @@ use super::{route_at, AppStateRef, Route, ROUTES, UNMATCHED_ROUTE};
 use crate::error::ErrorName;
 use axum::body::Body;
 use axum::extract::{MatchedPath, Request, State};
-use axum::http::header::{AUTHORIZATION, CONTENT_TYPE};
+use axum::http::header::AUTHORIZATION;
 use axum::http::HeaderValue;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
@@ -214,23 +214,30 @@ pub(super) async fn concurrency(
             }
         },
     };
+    // A handler whose work outlives its response (a stream session) takes
+    // the slot along and frees it when that work ends; otherwise the slot
+    // is free once the response is ready.
+    let slot = Slot(Arc::new(std::sync::Mutex::new(Some(permit))));
+    let mut req = req;
+    req.extensions_mut().insert(slot.clone());
     let resp = next.run(req).await;
-    let streaming = resp
-        .headers()
-        .get(CONTENT_TYPE)
-        .is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"));
-    if streaming {
-        // A stream's work goes on while its body is sent: the slot is held
-        // until the body ends (or the client goes away).
-        let (parts, body) = resp.into_parts();
-        let body = http_body_util::BodyExt::map_frame(body, move |frame| {
-            let _held = &permit;
-            frame
-        });
-        return Response::from_parts(parts, Body::new(body));
-    }
-    drop(permit);
+    drop(slot);
     resp
+}
+
+/// The concurrency slot of a request, in its extensions: a handler may take
+/// it ([`Slot::take`]) to hold it for work that goes on after its response.
+#[derive(Debug, Clone)]
+pub(crate) struct Slot(Arc<std::sync::Mutex<Option<tokio::sync::OwnedSemaphorePermit>>>);
+
+impl Slot {
+    /// The permit, if no one took it yet.
+    pub(crate) fn take(&self) -> Option<tokio::sync::OwnedSemaphorePermit> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take()
+    }
 }
 
 #[cfg(test)]

@@ -27,7 +27,7 @@ pub(crate) use extract::{
     check_content_type, compressed_reply, compressed_request, content_coding, EvaluateBody,
     JsonBytes, RawBody,
 };
-pub(crate) use middleware::{drop_unusable_request_id, method_label, noted};
+pub(crate) use middleware::{drop_unusable_request_id, method_label, noted, Slot};
 
 use super::AppState;
 use crate::error::ErrorName;
