@@ -36,7 +36,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 use tokio::runtime::Handle;
@@ -203,16 +203,24 @@ pub(super) async fn evaluate_stream(
         closer.map(|Extension(c)| c),
         (ticket, cut),
     ));
+    // The reader that takes the last event ends the stream's hold on the
+    // streams' memory at once: its driver may run only later, and a client
+    // that sends its next stream right away must find the room it left.
+    let taken = (rx, reader, state, id, false);
     let events =
-        futures_util::stream::unfold((rx, reader, false), |(mut rx, reader, ended)| async move {
+        futures_util::stream::unfold(taken, |(mut rx, reader, state, id, ended)| async move {
             if ended {
                 return None;
             }
             let (bytes, last) = rx.recv().await?;
             reader.took(bytes.len());
+            if last {
+                reader.finished.store(true, Ordering::Release);
+                state.streams.remove(id);
+            }
             Some((
                 Ok::<Bytes, std::convert::Infallible>(bytes),
-                (rx, reader, last),
+                (rx, reader, state, id, last),
             ))
         });
     let mut resp = Body::from_stream(events).into_response();
@@ -236,6 +244,8 @@ struct Reader {
     /// Bytes of events taken so far.
     taken: AtomicUsize,
     took: Notify,
+    /// Set once the reader took the last event: the stream is over for it.
+    finished: AtomicBool,
 }
 
 impl Reader {
@@ -737,6 +747,10 @@ async fn drive(
     let write_timeout = Duration::from_millis(state.config.stream_write_timeout_ms);
     let budget = STREAM_BODIES.saturating_mul(state.config.limits.max_body_bytes);
     let cut = |closer: Option<CloseConnection>| {
+        // A reader that took the last event keeps its connection.
+        if reader.finished.load(Ordering::Acquire) {
+            return;
+        }
         if let Some(c) = closer {
             c.close();
         }
