@@ -536,3 +536,230 @@ async fn tokens_are_required_when_configured() {
     let ok = exchange(s.addr, Some("tok-1"), m()).await.unwrap();
     assert_eq!(ok.len(), 1);
 }
+
+/// The messages of a JSON request with `b` as its body, in buffered mode.
+fn buffered_json(b: &[u8]) -> Vec<ProcessingRequest> {
+    buffered_request(b)
+}
+
+/// SPEC §12.4 on ext_proc: every string of a request is judged wherever an
+/// agent exchange carries it; a redaction rewrites that string in place and
+/// copies every other byte (each row was allowed before, issue 28).
+#[tokio::test]
+async fn every_string_of_an_agent_request_is_judged_and_redacted_in_place() {
+    let s = setup().await;
+    for (row, body) in server_support::agent_bodies("123-45-6789") {
+        let answers = exchange(s.addr, None, buffered_json(body.as_bytes()))
+            .await
+            .unwrap();
+        let (status, v) = immediate(&answers[1][0]);
+        assert_eq!(status, 403, "{row}");
+        assert_eq!(v["error"]["code"], "block_glba_ssn_leakage", "{row}");
+    }
+    let clean = server_support::agent_bodies("[REDACTED_EMAIL]");
+    for ((row, body), (_, want)) in server_support::agent_bodies("jane.doe@example.com")
+        .into_iter()
+        .zip(clean)
+    {
+        let answers = exchange(s.addr, None, buffered_json(body.as_bytes()))
+            .await
+            .unwrap();
+        let new = replaced_body(&answers[1][0]).unwrap_or_else(|| panic!("{row}: not rewritten"));
+        assert_eq!(String::from_utf8(new).unwrap(), want, "{row}");
+    }
+}
+
+/// SPEC §12.4: a JSON reply is judged string by string too (a tool call the
+/// model asks for, with its arguments).
+#[tokio::test]
+async fn a_json_reply_with_a_tool_call_is_judged_in_its_arguments() {
+    let s = setup().await;
+    let reply = |to: &str| {
+        json!({"id": "r", "object": "chat.completion", "choices": [{"index": 0, "message": {
+            "role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function",
+            "function": {"name": "mail", "arguments": format!("{{\"to\":\"{to}\"}}")}}]},
+            "finish_reason": "tool_calls"}]})
+        .to_string()
+    };
+    let msgs = |body: String| {
+        vec![
+            first(
+                BodySendMode::Buffered,
+                BodySendMode::Buffered,
+                Msg::ResponseHeaders(headers(
+                    &[(":status", "200"), ("content-type", "application/json")],
+                    false,
+                )),
+            ),
+            msg(Msg::ResponseBody(self::body(body.as_bytes(), true))),
+        ]
+    };
+    let answers = exchange(s.addr, None, msgs(reply("jane\\u002ddoe@example.com")))
+        .await
+        .unwrap();
+    let new = replaced_body(&answers[1][0]).unwrap();
+    assert_eq!(String::from_utf8(new).unwrap(), reply("[REDACTED_EMAIL]"));
+    let answers = exchange(s.addr, None, msgs(reply("123-45-6789")))
+        .await
+        .unwrap();
+    let (status, v) = immediate(&answers[1][0]);
+    assert_eq!(
+        (status, v["error"]["code"].as_str()),
+        (403, Some("block_glba_ssn_leakage"))
+    );
+}
+
+/// SPEC §12.4: a compressed body is refused whatever the header lines say
+/// (a second `content-encoding` line counts), a request as the client's
+/// error, a reply as the upstream's.
+#[tokio::test]
+async fn compressed_bodies_are_refused_whatever_the_header_lines() {
+    let s = setup().await;
+    for lines in [&["gzip"][..], &["identity", "gzip"], &["identity, gzip"]] {
+        let mut pairs: Vec<(&str, &str)> = JSON_HEADERS.to_vec();
+        pairs.extend(lines.iter().map(|l| ("content-encoding", *l)));
+        let answers = exchange(
+            s.addr,
+            None,
+            vec![first(
+                BodySendMode::Buffered,
+                BodySendMode::Buffered,
+                Msg::RequestHeaders(headers(&pairs, false)),
+            )],
+        )
+        .await
+        .unwrap();
+        assert_eq!(
+            immediate(&answers[0][0]),
+            (
+                415,
+                json!({"error": "UnsupportedMediaTypeError", "message": "the request body is compressed (content-encoding: gzip); compressed bodies are not inspected: send it uncompressed"})
+            ),
+            "{lines:?}"
+        );
+        let answers = exchange(
+            s.addr,
+            None,
+            vec![first(
+                BodySendMode::Buffered,
+                BodySendMode::Buffered,
+                Msg::ResponseHeaders(headers(
+                    &[
+                        &[(":status", "200"), ("content-type", "application/json")][..],
+                        &lines
+                            .iter()
+                            .map(|l| ("content-encoding", *l))
+                            .collect::<Vec<_>>(),
+                    ]
+                    .concat(),
+                    false,
+                )),
+            )],
+        )
+        .await
+        .unwrap();
+        let (status, v) = immediate(&answers[0][0]);
+        assert_eq!(status, 502, "{lines:?}");
+        assert_eq!(v["error"], "UnsupportedMediaTypeError", "{lines:?}");
+    }
+    // A body that is not UTF-8, sent without a header: an accurate 400.
+    let answers = exchange(s.addr, None, buffered_json(b"\x1f\x8b\x08\x00SSN"))
+        .await
+        .unwrap();
+    assert_eq!(
+        immediate(&answers[1][0]),
+        (
+            400,
+            json!({"error": "InvalidRequestError", "message": "the body is not UTF-8 text (invalid byte at offset 1)"})
+        )
+    );
+}
+
+/// Raw bytes as gRPC messages, to send what no protobuf encoder writes.
+#[derive(Clone, Copy)]
+struct RawCodec;
+
+impl tonic::codec::Codec for RawCodec {
+    type Encode = Vec<u8>;
+    type Decode = Vec<u8>;
+    type Encoder = RawCodec;
+    type Decoder = RawCodec;
+    fn encoder(&mut self) -> RawCodec {
+        RawCodec
+    }
+    fn decoder(&mut self) -> RawCodec {
+        RawCodec
+    }
+}
+
+impl tonic::codec::Encoder for RawCodec {
+    type Item = Vec<u8>;
+    type Error = tonic::Status;
+    fn encode(
+        &mut self,
+        item: Vec<u8>,
+        dst: &mut tonic::codec::EncodeBuf<'_>,
+    ) -> Result<(), tonic::Status> {
+        bytes::BufMut::put_slice(dst, &item);
+        Ok(())
+    }
+}
+
+impl tonic::codec::Decoder for RawCodec {
+    type Item = Vec<u8>;
+    type Error = tonic::Status;
+    fn decode(
+        &mut self,
+        src: &mut tonic::codec::DecodeBuf<'_>,
+    ) -> Result<Option<Vec<u8>>, tonic::Status> {
+        let mut v = vec![0; bytes::Buf::remaining(src)];
+        bytes::Buf::copy_to_slice(src, &mut v);
+        Ok(Some(v))
+    }
+}
+
+/// A message that is not a `ProcessingRequest` ends the stream with
+/// `INVALID_ARGUMENT`, never `OK` (Envoy would take OK as a clean end).
+#[tokio::test]
+async fn a_malformed_message_ends_the_stream_with_invalid_argument() {
+    let s = setup().await;
+    let channel = tonic::transport::Endpoint::from_shared(format!("http://{}", s.addr))
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    let mut grpc = tonic::client::Grpc::new(channel);
+    grpc.ready().await.unwrap();
+    // Field 2 (request_headers), length-delimited, its length cut short.
+    let bad = vec![0x12u8, 0xff];
+    let path = tonic::codegen::http::uri::PathAndQuery::from_static(
+        "/envoy.service.ext_proc.v3.ExternalProcessor/Process",
+    );
+    let resp = grpc
+        .streaming(
+            tonic::Request::new(tokio_stream::iter([bad])),
+            path,
+            RawCodec,
+        )
+        .await;
+    let status = match resp {
+        Err(status) => status,
+        Ok(r) => {
+            let mut inbound = r.into_inner();
+            match tokio::time::timeout(Duration::from_secs(10), inbound.message())
+                .await
+                .unwrap()
+            {
+                Err(status) => status,
+                Ok(m) => panic!("not refused: {m:?}"),
+            }
+        }
+    };
+    assert_eq!(status.code(), tonic::Code::InvalidArgument, "{status:?}");
+    assert!(
+        status
+            .message()
+            .starts_with("the message could not be read"),
+        "{status:?}"
+    );
+}

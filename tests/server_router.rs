@@ -1098,3 +1098,122 @@ async fn normalize_evasion_per_request_and_as_the_server_default() {
     assert_eq!(d["action"], "block_glba_ssn_leakage");
     assert!(d.get("normalized").is_none(), "{d}");
 }
+
+/// SPEC §12.4 on ext_authz: every string of a body is judged, wherever an
+/// agent exchange carries it (each row was allowed before, issue 28).
+#[tokio::test]
+async fn ext_authz_judges_every_string_of_an_agent_exchange() {
+    let s = setup();
+    let call = |body: &str| {
+        Request::post("/envoy/ext_authz/v1/any")
+            .header("x-helixor-pack", PII_PACK)
+            .header("content-type", "application/json")
+            .body(Body::from(body.to_string()))
+            .unwrap()
+    };
+    for (row, body) in server_support::agent_bodies("123-45-6789") {
+        let r = send(&s.app, call(&body)).await;
+        assert_eq!(r.status, StatusCode::FORBIDDEN, "{row}: {}", r.text);
+        assert_eq!(r.json()["error"]["code"], "block_glba_ssn_leakage", "{row}");
+        assert!(!r.text.contains("6789"), "{row}");
+    }
+    for (row, body) in server_support::agent_bodies("jane.doe@example.com") {
+        let r = send(&s.app, call(&body)).await;
+        assert_eq!(r.status, StatusCode::OK, "{row}: {}", r.text);
+        assert_eq!(
+            r.headers["x-helixor-action"], "redact_and_permit_contact_pii",
+            "{row}"
+        );
+    }
+}
+
+/// SPEC §12.4: what cannot be judged is refused, with a message that says
+/// why (and never a part of the body).
+#[tokio::test]
+async fn ext_authz_refuses_bodies_it_cannot_judge() {
+    let s = setup_with(true, |c| c.limits.max_texts = 8);
+    let call = |encodings: &[&str], body: Vec<u8>| {
+        let mut b = Request::post("/envoy/ext_authz/v1/chat/completions")
+            .header("x-helixor-pack", PII_PACK);
+        for e in encodings {
+            b = b.header("content-encoding", *e);
+        }
+        b.body(Body::from(body)).unwrap()
+    };
+    // A gzip body (the bytes of gzip("SSN 123-45-6789")'s header suffice).
+    let gzip = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03".to_vec();
+    for lines in [&["gzip"][..], &["identity", "gzip"], &["identity, br"]] {
+        let r = send(&s.app, call(lines, gzip.clone())).await;
+        assert_eq!(r.status, StatusCode::UNSUPPORTED_MEDIA_TYPE, "{lines:?}");
+        let coding = lines.last().unwrap().rsplit(", ").next().unwrap();
+        assert_eq!(
+            r.json(),
+            json!({"error": "UnsupportedMediaTypeError", "message": format!("the request body is compressed (content-encoding: {coding}); compressed bodies are not inspected: send it uncompressed")}),
+        );
+    }
+    // Not UTF-8: said as it is (it once claimed a duplicate key).
+    let r = send(
+        &s.app,
+        call(&[], b"{\"a\":\"SSN \xff 123-45-6789\"}".to_vec()),
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    assert_eq!(
+        r.json(),
+        json!({"error": "InvalidRequestError", "message": "the body is not UTF-8 text (invalid byte at offset 10)"})
+    );
+    // JSON that a lenient upstream parser would read: refused, never passed.
+    let r = send(
+        &s.app,
+        call(&[], br#"{"a": NaN, "b": "123-45-6789"}"#.to_vec()),
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    assert_eq!(r.error(), "InvalidRequestError");
+    assert!(!r.text.contains("6789"), "{}", r.text);
+    // More strings than limits.max_texts (keys count): 413.
+    let r = send(
+        &s.app,
+        call(
+            &[],
+            br#"{"a":"1","b":"2","c":"3","d":"4","e":"5"}"#.to_vec(),
+        ),
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::PAYLOAD_TOO_LARGE);
+    assert_eq!(
+        r.json(),
+        json!({"error": "PayloadTooLargeError", "message": "the body holds more than 8 strings (limits.max_texts)"})
+    );
+}
+
+/// SPEC §12.4 on LiteLLM: the rows and tools it forwards are judged and
+/// given back redacted.
+#[tokio::test]
+async fn litellm_judges_rows_and_tools() {
+    let s = setup();
+    let rows = |result: &str| {
+        json!([{"role": "user", "content": "who is it?"},
+               {"role": "tool", "tool_call_id": "c1", "content": result}])
+    };
+    let body = |result: &str| {
+        json!({"input_type": "request", "texts": ["who is it?"], "structured_messages": rows(result)})
+            .to_string()
+    };
+    let headers = [("x-helixor-pack", PII_PACK)];
+    let r = send(&s.app, litellm_call(&body("SSN 123-45-6789"), &headers)).await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert_eq!(
+        r.json(),
+        json!({"action": "BLOCKED", "blocked_reason": "Statutory violation: Social Security Number (GLBA / FCRA) detected (RULE-GLBA-SSN-BLOCK)"})
+    );
+    let r = send(
+        &s.app,
+        litellm_call(&body("jane.doe@example.com"), &headers),
+    )
+    .await;
+    assert_eq!(
+        r.json(),
+        json!({"action": "GUARDRAIL_INTERVENED", "structured_messages": rows("[REDACTED_EMAIL]")})
+    );
+}

@@ -12,6 +12,7 @@ use crate::json_text::{self, Body, BodyError};
 use crate::ErrorName;
 use axum::http::HeaderMap;
 use serde_json::{json, Value};
+use std::borrow::Cow;
 
 /// The request header that names a pack on the gateway routes (SPEC §12).
 pub const PACK_HEADER: &str = "x-helixor-pack";
@@ -128,6 +129,47 @@ impl<'e, 'm> Judge<'e, 'm> {
         need
     }
 
+    /// Judges one string of a body, and first the strings of the JSON text
+    /// it holds when that text has escapes (a tool call's arguments, a tool
+    /// result its tool serialised): there `\u002d` or `\u0040` would hide
+    /// what the upstream reads, and a redaction must be written back as
+    /// JSON. At most `max_texts` strings in each such text.
+    pub(crate) fn judge_value(&mut self, text: &str, max_texts: usize) -> Result<Need, BodyError> {
+        self.judge_nested(text, max_texts, NESTED_JSON_DEPTH)
+    }
+
+    fn judge_nested(&mut self, text: &str, max: usize, depth: usize) -> Result<Need, BodyError> {
+        let mut inner_clean = None;
+        if depth > 0 && holds_escaped_json(text) {
+            // Text that merely starts like JSON is judged as text only.
+            if let Ok(Body::Json(strings)) = json_text::read(text.as_bytes(), usize::MAX) {
+                if strings.len() > max {
+                    return Err(BodyError::TooManyStrings { limit: max });
+                }
+                let mut edits = Vec::new();
+                for s in strings.iter().filter(|s| matches!(s.text, Cow::Owned(_))) {
+                    match self.judge_nested(&s.text, max, depth - 1)? {
+                        Need::Keep => {}
+                        Need::Redact(clean) => edits.push((s.span.clone(), clean)),
+                        Need::Refuse => return Ok(Need::Refuse),
+                    }
+                }
+                if !edits.is_empty() {
+                    let out = json_text::rewrite(
+                        text.as_bytes(),
+                        edits.iter().map(|(span, c)| (span.clone(), c.as_str())),
+                    );
+                    inner_clean = String::from_utf8(out).ok();
+                }
+            }
+        }
+        // The text as the upstream reads it, its inner redactions made.
+        Ok(match self.judge(inner_clean.as_deref().unwrap_or(text)) {
+            Need::Keep => inner_clean.map_or(Need::Keep, Need::Redact),
+            other => other,
+        })
+    }
+
     /// The decision that speaks so far (`None` before any string).
     pub(crate) fn deciding(&self) -> Option<&Decision<'e>> {
         self.deciding.as_ref()
@@ -142,6 +184,17 @@ impl<'e, 'm> Judge<'e, 'm> {
     pub(crate) fn fatal_ids(&self) -> &[&'e str] {
         &self.fatal_ids
     }
+}
+
+/// How deep JSON text inside strings is read (JSON in a string in a string
+/// ...): deeper text is judged as it is written.
+const NESTED_JSON_DEPTH: usize = 3;
+
+/// Whether `text` may be JSON whose strings read differently from its bytes:
+/// it opens an object or an array and holds a backslash.
+fn holds_escaped_json(text: &str) -> bool {
+    let t = text.trim_start_matches([' ', '\t', '\n', '\r']);
+    t.starts_with(['{', '[']) && memchr::memchr(b'\\', t.as_bytes()).is_some()
 }
 
 /// The verdict on a whole body.
@@ -172,7 +225,7 @@ pub(crate) fn judge_body(
         Body::Json(strings) => {
             let mut edits = Vec::new();
             for s in &strings {
-                match judge.judge(&s.text) {
+                match judge.judge_value(&s.text, max_texts)? {
                     Need::Keep => {}
                     Need::Redact(clean) => edits.push((s.span.clone(), clean)),
                     Need::Refuse => return Ok(Verdict::Refuse),
@@ -198,4 +251,71 @@ pub fn violation_body(d: &Decision<'_>) -> Value {
         "type": POLICY_VIOLATION,
         "code": d.action,
     }})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::playbook::parse_document;
+    use crate::rules::check_declarations;
+
+    fn builtin() -> Evaluator {
+        let d = parse_document(b"pack_id: t.p.v1\n", "t").unwrap();
+        let rules = check_declarations(&d.doc, "t").unwrap();
+        Evaluator::new("t.p.v1", "1", &rules).unwrap()
+    }
+
+    fn verdict(body: &str) -> String {
+        let ev = builtin();
+        let mut judge = Judge::new(&ev, Normalize::None, None);
+        match judge_body(&mut judge, body.as_bytes(), 100) {
+            Ok(Verdict::Pass) => "pass".into(),
+            Ok(Verdict::Refuse) => format!("refuse {}", judge.fatal_ids().join(",")),
+            Ok(Verdict::Rewrite(b)) => String::from_utf8(b).unwrap(),
+            Err(e) => format!("error {e}"),
+        }
+    }
+
+    #[test]
+    fn keys_values_and_escaped_json_inside_strings_are_judged() {
+        // A value with escapes, a key, a tool call's arguments with escapes
+        // of their own.
+        assert_eq!(
+            verdict(r#"{"a":"123\u002d45\u002d6789"}"#),
+            "refuse RULE-GLBA-SSN-BLOCK"
+        );
+        assert_eq!(
+            verdict(r#"{"by":{"123-45-6789":1}}"#),
+            "refuse RULE-GLBA-SSN-BLOCK"
+        );
+        assert_eq!(
+            verdict(r#"{"arguments":"{\"ssn\":\"123\\u002d45\\u002d6789\"}"}"#),
+            "refuse RULE-GLBA-SSN-BLOCK"
+        );
+        // A redaction inside nested JSON is written back as JSON, the rest
+        // of the string as it was.
+        assert_eq!(
+            verdict(
+                r#"{"arguments":"{\"to\":\"\\u003cjane@example.com\\u003e\",\"n\":1}","k":"v"}"#
+            ),
+            r#"{"arguments":"{\"to\":\"<[REDACTED_EMAIL]>\",\"n\":1}","k":"v"}"#
+        );
+        // A key redacted in place.
+        assert_eq!(
+            verdict(r#"{"by":{"jane@example.com":1}}"#),
+            r#"{"by":{"[REDACTED_EMAIL]":1}}"#
+        );
+        // Text that only starts like JSON is judged as text.
+        assert_eq!(
+            verdict(r#"{"a":"[not json\\ 123-45-6789"}"#),
+            "refuse RULE-GLBA-SSN-BLOCK"
+        );
+        assert_eq!(verdict(r#"{"a":"{\"b\":\"c\\n\"}"}"#), "pass");
+        // The strings of nested JSON count against max_texts.
+        let many: String = (0..101).map(|i| format!("\\\"k{i}\\\":1,")).collect();
+        assert_eq!(
+            verdict(&format!(r#"{{"a":"{{{many}\"z\\n\":2}}"}}"#)),
+            "error the body holds more than 100 strings (limits.max_texts)"
+        );
+    }
 }

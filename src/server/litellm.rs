@@ -211,8 +211,10 @@ fn judge<'e>(
     let mut rows_or_tools: [bool; 2] = [false; 2];
     for s in &strings {
         let root = s.root_key.as_deref().unwrap_or_default();
-        let need = judge.judge(&s.text);
-        let in_texts = root == "texts" && s.depth == 2;
+        let need = judge
+            .judge_value(&s.text, max_texts)
+            .map_err(|e| body_error(&e))?;
+        let in_texts = root == "texts" && s.depth == 2 && !s.key;
         if let Need::Redact(clean) = need {
             match root {
                 "texts" => {

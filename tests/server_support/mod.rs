@@ -424,3 +424,64 @@ pub fn write_config(
     )
     .unwrap();
 }
+
+/// SPEC §12.4: the places of an LLM or agent exchange where a value
+/// travels, each a JSON body with `value` in one string (`value` holds no
+/// quote or backslash). Every row was allowed through the gateways before
+/// every string was judged (issue 28).
+pub fn agent_bodies(value: &str) -> Vec<(&'static str, String)> {
+    let escaped = value.replace('-', "\\u002d").replace('@', "\\u0040");
+    let rows: [(&str, &str); 12] = [
+        (
+            "responses instructions",
+            r#"{"model":"m","instructions":"Customer: {V}","input":"hi"}"#,
+        ),
+        (
+            "responses function_call_output",
+            r#"{"model":"m","input":[{"type":"function_call","call_id":"c1","name":"crm","arguments":"{}"},{"type":"function_call_output","call_id":"c1","output":"found {V}"}]}"#,
+        ),
+        (
+            "anthropic tool_result string",
+            r#"{"model":"c","max_tokens":9,"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"found {V}"}]}]}"#,
+        ),
+        (
+            "anthropic tool_result blocks",
+            r#"{"model":"c","max_tokens":9,"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":[{"type":"text","text":"found {V}"}]}]}]}"#,
+        ),
+        (
+            "anthropic document",
+            r#"{"model":"c","max_tokens":9,"messages":[{"role":"user","content":[{"type":"document","source":{"type":"text","media_type":"text/plain","data":"file: {V}"}}]}]}"#,
+        ),
+        (
+            "chat tool_calls arguments",
+            r#"{"model":"m","messages":[{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"crm","arguments":"{\"q\":\"{V}\"}"}}]}]}"#,
+        ),
+        (
+            "chat tool message",
+            r#"{"model":"m","messages":[{"role":"tool","tool_call_id":"c1","content":"{\"found\":\"{V}\"}"}]}"#,
+        ),
+        (
+            "tools description",
+            r#"{"model":"m","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"crm","description":"default contact {V}","parameters":{"type":"object"}}}]}"#,
+        ),
+        (
+            "message name",
+            r#"{"model":"m","messages":[{"role":"user","name":"{V}","content":"hi"}]}"#,
+        ),
+        (
+            "gemini contents",
+            r#"{"contents":[{"role":"user","parts":[{"text":"about {V}"}]}]}"#,
+        ),
+        (
+            "unicode escapes",
+            r#"{"model":"m","messages":[{"role":"user","content":"about {E}"}]}"#,
+        ),
+        (
+            "object key",
+            r#"{"model":"m","metadata":{"{V}":"vip"},"messages":[{"role":"user","content":"hi"}]}"#,
+        ),
+    ];
+    rows.iter()
+        .map(|(name, t)| (*name, t.replace("{V}", value).replace("{E}", &escaped)))
+        .collect()
+}

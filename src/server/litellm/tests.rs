@@ -306,3 +306,107 @@ fn malformed_calls_say_which_field() {
     assert!(c.texts.is_empty());
     assert_eq!(c.pack_id.as_deref(), Some("p.v1"));
 }
+
+/// SPEC §12.4: what LiteLLM forwards besides `texts` is judged too.
+#[test]
+fn rows_tools_and_tool_calls_are_judged_and_metadata_is_not() {
+    let ev = evaluator();
+    let rows = |content: &str| {
+        json!([
+            {"role": "user", "content": "look her up"},
+            {"role": "assistant", "content": null, "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "crm", "arguments": "{\"q\":\"jane\"}"}}
+            ]},
+            {"role": "tool", "tool_call_id": "c1", "content": content}
+        ])
+    };
+    // An SSN in a tool result: blocked, whatever `texts` says.
+    let a = answer_json(
+        &ev,
+        &call_of(json!({"input_type": "request", "texts": ["look her up"],
+            "structured_messages": rows("found: SSN 123-45-6789")})),
+    );
+    assert_eq!(
+        a,
+        json!({"action": "BLOCKED", "blocked_reason": format!("{SSN_REASON} (RULE-GLBA-SSN-BLOCK)")})
+    );
+    // An e-mail in a tool result: the rows come back redacted in place.
+    let a = answer_json(
+        &ev,
+        &call_of(json!({"input_type": "request", "texts": ["look her up"],
+            "structured_messages": rows("found: jane.doe@example.com")})),
+    );
+    assert_eq!(
+        a,
+        json!({"action": "GUARDRAIL_INTERVENED", "structured_messages": rows("found: [REDACTED_EMAIL]")})
+    );
+    // A tool's description: the tools come back redacted.
+    let tools = |d: &str| json!([{"type": "function", "function": {"name": "crm", "description": d, "parameters": {"type": "object"}}}]);
+    let a = answer_json(
+        &ev,
+        &call_of(json!({"input_type": "request", "texts": ["hi"],
+            "tools": tools("escalate to TCK-004211")})),
+    );
+    assert_eq!(
+        a,
+        json!({"action": "GUARDRAIL_INTERVENED", "tools": tools("escalate to [REDACTED_TICKET_ID]")})
+    );
+    // The call's own metadata is LiteLLM's: not judged.
+    let a = answer_json(
+        &ev,
+        &call_of(json!({"input_type": "request", "texts": ["hi"],
+            "request_data": {"user_api_key_alias": "123-45-6789"}, "model": "jane@example.com"})),
+    );
+    assert_eq!(a, json!({"action": "NONE"}));
+}
+
+/// LiteLLM takes no tool call back: one that needs redacting reaches the
+/// model redacted only through its row, else the call is blocked.
+#[test]
+fn a_tool_call_that_needs_redacting_is_blocked_where_no_row_carries_it() {
+    let ev = evaluator();
+    let tool_calls = json!([{"id": "c1", "type": "function",
+        "function": {"name": "mail", "arguments": "{\"to\":\"jane.doe@example.com\"}"}}]);
+    let blocked = json!({"action": "BLOCKED", "blocked_reason":
+        "Regulatory notice: Direct online/contact identifier requires in-place redaction prior to egress (RULE-GDPR-CONTACT-REDACT): a tool call would need redacting and LiteLLM cannot take one back"});
+    // A reply's tool call.
+    let a = answer_json(
+        &ev,
+        &call_of(json!({"input_type": "response", "texts": [], "tool_calls": tool_calls})),
+    );
+    assert_eq!(a, blocked);
+    // A request's, without rows.
+    let a = answer_json(
+        &ev,
+        &call_of(json!({"input_type": "request", "texts": [], "tool_calls": tool_calls})),
+    );
+    assert_eq!(a, blocked);
+    // A request's, with the row that carries it: the row is redacted.
+    let row = |to: &str| {
+        json!([{"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function",
+            "function": {"name": "mail", "arguments": format!("{{\"to\":\"{to}\"}}")}}]}])
+    };
+    let a = answer_json(
+        &ev,
+        &call_of(
+            json!({"input_type": "request", "texts": [], "tool_calls": tool_calls,
+            "structured_messages": row("jane.doe@example.com")}),
+        ),
+    );
+    assert_eq!(
+        a,
+        json!({"action": "GUARDRAIL_INTERVENED", "structured_messages": row("[REDACTED_EMAIL]")})
+    );
+    // An SSN in a reply's tool call arguments: blocked as any FATAL value.
+    let a = answer_json(
+        &ev,
+        &call_of(
+            json!({"input_type": "response", "texts": ["ok"], "tool_calls": [{"id": "c1",
+            "type": "function", "function": {"name": "f", "arguments": "{\"ssn\":\"123\\u002d45-6789\"}"}}]}),
+        ),
+    );
+    assert_eq!(
+        a,
+        json!({"action": "BLOCKED", "blocked_reason": format!("{SSN_REASON} (RULE-GLBA-SSN-BLOCK)")})
+    );
+}
