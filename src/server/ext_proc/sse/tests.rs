@@ -255,3 +255,188 @@ fn an_event_that_is_not_utf8_fails_closed_with_its_own_reason() {
     );
     assert!(rw.finish().is_empty());
 }
+
+/// The data payloads of `outs` as JSON values (`[DONE]` and plain text left out).
+fn json_events(outs: &[Vec<u8>]) -> Vec<Value> {
+    datas(&outs.concat())
+        .iter()
+        .filter_map(|d| serde_json::from_str(d).ok())
+        .collect()
+}
+
+/// Each event of `events` as an SSE event with a data line.
+fn sse(events: &[Value]) -> String {
+    events.iter().map(|e| format!("data: {e}\n\n")).collect()
+}
+
+/// Every strategy of cutting `input`: whole, byte by byte, and at random.
+fn every_cut(input: &str) -> Vec<Vec<usize>> {
+    let mut all = vec![Vec::new(), (1..input.len()).collect()];
+    all.extend((0..4).map(|seed| cuts(input.len(), seed, 16)));
+    all
+}
+
+#[test]
+fn openai_tool_call_argument_deltas_go_through_a_session() {
+    let args = ["{\"to\":\"jane", ".doe@exa", "mple.com\",\"n\":", "1}"];
+    let mut events = Vec::new();
+    for (i, a) in args.iter().enumerate() {
+        let mut call = json!({"index": 0, "function": {"arguments": a}});
+        if i == 0 {
+            call = json!({"index": 0, "id": "c1", "type": "function", "function": {"name": "mail", "arguments": a}});
+        }
+        events.push(json!({"id": "c", "object": "chat.completion.chunk",
+            "choices": [{"index": 0, "delta": {"tool_calls": [call]}, "finish_reason": null}]}));
+    }
+    events.push(json!({"id": "c", "object": "chat.completion.chunk",
+        "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}));
+    let input = sse(&events) + "data: [DONE]\n\n";
+    for c in every_cut(&input) {
+        let mut rw = rewriter();
+        let outs = run(&mut rw, input.as_bytes(), &c);
+        no_fragment(&outs, "jane.doe@example.com");
+        let got: String = json_events(&outs)
+            .iter()
+            .filter_map(|v| {
+                v["choices"][0]["delta"]["tool_calls"][0]["function"]["arguments"]
+                    .as_str()
+                    .map(str::to_string)
+            })
+            .collect();
+        assert_eq!(got, "{\"to\":\"[REDACTED_EMAIL]\",\"n\":1}", "{c:?}");
+        assert!(rw.refused().is_none());
+    }
+    // An SSN in the arguments ends the stream with the error event.
+    let events = [
+        json!({"id": "c", "object": "chat.completion.chunk", "choices": [{"index": 0,
+        "delta": {"tool_calls": [{"index": 0, "function": {"arguments": "{\"ssn\":\"123-45-6789\"}"}}]}}]}),
+    ];
+    let mut rw = rewriter();
+    let outs = run(&mut rw, sse(&events).as_bytes(), &[]);
+    assert!(!String::from_utf8_lossy(&outs.concat()).contains("6789"));
+    assert_eq!(rw.refused().map(|r| r.reason.as_str()), Some(SSN_REASON));
+}
+
+#[test]
+fn anthropic_tool_input_and_thinking_deltas_go_through_sessions() {
+    let mut events = vec![json!({"type": "content_block_start", "index": 0,
+        "content_block": {"type": "thinking", "thinking": ""}})];
+    for p in ["Her mail is jane", ".doe@example.com, so"] {
+        events.push(json!({"type": "content_block_delta", "index": 0,
+            "delta": {"type": "thinking_delta", "thinking": p}}));
+    }
+    events.push(json!({"type": "content_block_stop", "index": 0}));
+    events.push(json!({"type": "content_block_start", "index": 1,
+        "content_block": {"type": "tool_use", "id": "t1", "name": "mail", "input": {}}}));
+    for p in ["{\"to\": \"TCK-00", "4211\"}"] {
+        events.push(json!({"type": "content_block_delta", "index": 1,
+            "delta": {"type": "input_json_delta", "partial_json": p}}));
+    }
+    events.push(json!({"type": "content_block_stop", "index": 1}));
+    let input = sse(&events);
+    for c in every_cut(&input) {
+        let mut rw = rewriter();
+        let outs = run(&mut rw, input.as_bytes(), &c);
+        no_fragment(&outs, "jane.doe@example.com");
+        let vs = json_events(&outs);
+        let field = |name: &str| -> String {
+            vs.iter()
+                .filter_map(|v| v["delta"][name].as_str().map(str::to_string))
+                .collect()
+        };
+        assert_eq!(
+            field("thinking"),
+            "Her mail is [REDACTED_EMAIL], so",
+            "{c:?}"
+        );
+        assert_eq!(
+            field("partial_json"),
+            "{\"to\": \"[REDACTED_TICKET_ID]\"}",
+            "{c:?}"
+        );
+        for frag in ["TCK-0", "4211"] {
+            assert!(
+                !String::from_utf8_lossy(&outs.concat()).contains(frag),
+                "{c:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn responses_deltas_of_any_kind_go_through_sessions() {
+    let mut events = Vec::new();
+    for p in ["{\"q\":\"jane.d", "oe@example.com\"}"] {
+        events.push(json!({"type": "response.function_call_arguments.delta",
+            "output_index": 1, "item_id": "fc1", "delta": p}));
+    }
+    events.push(
+        json!({"type": "response.function_call_arguments.done", "output_index": 1,
+        "item_id": "fc1", "arguments": "{\"q\":\"jane.doe@example.com\"}"}),
+    );
+    for p in ["Call TCK-0", "04211 now"] {
+        events.push(
+            json!({"type": "response.output_text.delta", "output_index": 0,
+            "content_index": 0, "delta": p}),
+        );
+    }
+    events.push(
+        json!({"type": "response.output_text.done", "output_index": 0,
+        "content_index": 0, "text": "Call TCK-004211 now"}),
+    );
+    let input = sse(&events);
+    for c in every_cut(&input) {
+        let mut rw = rewriter();
+        let outs = run(&mut rw, input.as_bytes(), &c);
+        no_fragment(&outs, "jane.doe@example.com");
+        let vs = json_events(&outs);
+        let of = |kind: &str| -> String {
+            vs.iter()
+                .filter(|v| v["type"] == kind)
+                .filter_map(|v| v["delta"].as_str().map(str::to_string))
+                .collect()
+        };
+        assert_eq!(
+            of("response.function_call_arguments.delta"),
+            "{\"q\":\"[REDACTED_EMAIL]\"}",
+            "{c:?}"
+        );
+        assert_eq!(
+            of("response.output_text.delta"),
+            "Call [REDACTED_TICKET_ID] now",
+            "{c:?}"
+        );
+        let done = vs
+            .iter()
+            .find(|v| v["type"] == "response.function_call_arguments.done")
+            .unwrap();
+        assert_eq!(done["arguments"], "{\"q\":\"[REDACTED_EMAIL]\"}");
+        let done = vs
+            .iter()
+            .find(|v| v["type"] == "response.output_text.done")
+            .unwrap();
+        assert_eq!(done["text"], "Call [REDACTED_TICKET_ID] now");
+    }
+}
+
+#[test]
+fn strings_outside_the_streamed_fields_are_judged_whole() {
+    // An event of a kind no provider documents, and a known chunk with text
+    // in a field that is not a delta (log probabilities): never passed as is.
+    for event in [
+        json!({"type": "vendor.custom", "payload": {"note": "mail jane.doe@example.com"}}),
+        json!({"id": "c", "object": "chat.completion.chunk", "choices": [{"index": 0,
+            "delta": {"content": "ok"}, "logprobs": {"content": [{"token": "jane.doe@example.com"}]}}]}),
+    ] {
+        let mut rw = rewriter();
+        let outs = run(&mut rw, sse(&[event.clone()]).as_bytes(), &[]);
+        let all = String::from_utf8(outs.concat()).unwrap();
+        assert!(!all.contains("jane.doe"), "{all}");
+        assert!(all.contains("[REDACTED_EMAIL]"), "{all}");
+    }
+    let mut rw = rewriter();
+    let event = json!({"type": "vendor.custom", "payload": {"ids": ["123-45-6789"]}});
+    let outs = run(&mut rw, sse(&[event]).as_bytes(), &[]);
+    assert!(!String::from_utf8_lossy(&outs.concat()).contains("6789"));
+    assert_eq!(rw.refused().map(|r| r.reason.as_str()), Some(SSN_REASON));
+}
