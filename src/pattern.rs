@@ -145,6 +145,22 @@ pub fn check_cost(p: &CompiledPattern) -> Result<cost::CostReport, String> {
     )
 }
 
+/// The pack check of SPEC §11.4 ([`cost::check_pack`]): `patterns`, a
+/// pack's custom rules and its codons, measured together.
+pub fn check_pack_cost(
+    patterns: &[&CompiledPattern],
+) -> Result<cost::PackCost, cost::PackCostError> {
+    let forms: Vec<cost::PackPattern<'_>> = patterns
+        .iter()
+        .map(|p| cost::PackPattern {
+            exact: &p.exact_src,
+            filter: p.filter_regex.as_ref().map(|_| p.filter.as_str()),
+            required: p.required.as_deref(),
+        })
+        .collect();
+    cost::check_pack(&forms)
+}
+
 type ByteSet = [bool; 256];
 
 /// A rough frequency rank of a byte in prompts (higher is more common), used

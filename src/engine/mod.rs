@@ -18,7 +18,7 @@ pub use stream::{
 };
 
 use crate::builtins::{Validator, CODONS, HARD_RULES};
-use crate::pattern::{self, CompiledPattern, Flag};
+use crate::pattern::{self, CompiledPattern};
 use crate::rules::{CustomRule, RuleAction, RuleType};
 use guided::{guided_search, Guide, GuideCaches, GuidedCaches, Want};
 use regex_automata::meta::{Cache, Regex};
@@ -210,24 +210,7 @@ impl std::fmt::Debug for Evaluator {
 }
 
 fn builtin_patterns() -> Result<&'static [CompiledPattern], String> {
-    static COMPILED: OnceLock<Result<Vec<CompiledPattern>, String>> = OnceLock::new();
-    COMPILED
-        .get_or_init(|| {
-            CODONS
-                .iter()
-                .map(|c| {
-                    let flags: &[Flag] = if c.ignore_case {
-                        &[Flag::IgnoreCase]
-                    } else {
-                        &[]
-                    };
-                    pattern::compile(c.pattern, flags)
-                        .map_err(|e| format!("built-in codon {}: {e}", c.code))
-                })
-                .collect()
-        })
-        .as_deref()
-        .map_err(Clone::clone)
+    crate::rules::codon_patterns()
 }
 
 impl Evaluator {

@@ -278,6 +278,207 @@ pub fn check(exact: &str, filter: Option<&str>) -> Result<CostReport, String> {
     Ok(report)
 }
 
+/// One pattern of a pack, as the pack check ([`check_pack`]) measures it.
+#[derive(Debug, Clone, Copy)]
+pub struct PackPattern<'a> {
+    /// Its exact form (as [`super::CompiledPattern::exact_src`]).
+    pub exact: &'a str,
+    /// Its word-boundary-free form, when it differs.
+    pub filter: Option<&'a str>,
+    /// Bytes of which every match holds one (the engine's first pass rules
+    /// the pattern out of a payload holding none of them).
+    pub required: Option<&'a [u8]>,
+}
+
+/// What the pack check measured on the probe text that cost the pack most.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PackCost {
+    /// Probe texts run through every pattern.
+    pub probes: usize,
+    /// The estimated engine time per byte of every pattern together, in ns.
+    pub ns_per_byte: usize,
+    /// Each pattern's part of it, in ns per byte, in the order given.
+    pub shares: Vec<usize>,
+}
+
+/// Why a pack is too costly.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PackCostError {
+    /// Pattern `index` broke a limit of [`check`] on a probe text of
+    /// another pattern of the pack (a reason for people, as [`check`]'s).
+    Pattern {
+        /// Its place in the patterns given.
+        index: usize,
+        /// Why.
+        why: String,
+    },
+    /// Every pattern passes alone, but together they cost more than
+    /// [`MAX_NS_PER_BYTE`] on one probe text.
+    Together(PackCost),
+}
+
+/// The pack check of SPEC §11.4: the engine runs every rule and codon of a
+/// pack over the same payload, so their costs add up. Each pattern's probe
+/// texts (and pseudo-random texts over all their alphabets) are run through
+/// every pattern; a pattern costs nothing on a text that holds none of its
+/// required bytes (the engine's first pass rules it out); the sum of the
+/// others' estimated engine times, per byte, is held to the limit of one
+/// pattern. Ten rules that each match every `x` cost ten times one.
+pub fn check_pack(patterns: &[PackPattern<'_>]) -> Result<PackCost, PackCostError> {
+    let mut measured = Vec::with_capacity(patterns.len());
+    let mut texts: Vec<String> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    let mut alphabet: Vec<char> = Vec::new();
+    let mut inner: Vec<char> = Vec::new();
+    for (index, p) in patterns.iter().enumerate() {
+        let fail = |why: String| PackCostError::Pattern { index, why };
+        let (m, hir) = Measured::new(p).map_err(fail)?;
+        let probes = probe_texts(&hir, &m.exact, None);
+        for t in probes.texts {
+            if seen.insert(t.clone()) {
+                texts.push(t);
+            }
+        }
+        for (from, to) in [
+            (&probes.alphabet, &mut alphabet),
+            (&probes.inner, &mut inner),
+        ] {
+            for &c in from {
+                if !to.contains(&c) && to.len() < 96 {
+                    to.push(c);
+                }
+            }
+        }
+        measured.push(m);
+    }
+    // Texts no single pattern's probes hold: one pattern's characters
+    // among another's.
+    for t in [
+        random_text(&alphabet, PROBE_LEN, 11),
+        random_text(&inner, PROBE_LEN, 12),
+    ] {
+        if seen.insert(t.clone()) {
+            texts.push(t);
+        }
+    }
+    let mut worst = PackCost {
+        probes: texts.len(),
+        ns_per_byte: 0,
+        shares: vec![0; patterns.len()],
+    };
+    for text in &texts {
+        let len = text.len().max(1);
+        let mut shares = Vec::with_capacity(measured.len());
+        for (index, m) in measured.iter_mut().enumerate() {
+            let ns = m
+                .ns_on(text)
+                .map_err(|why| PackCostError::Pattern { index, why })?;
+            shares.push(ns / len);
+        }
+        let total: usize = shares.iter().sum();
+        if total > worst.ns_per_byte {
+            worst.ns_per_byte = total;
+            worst.shares = shares;
+        }
+    }
+    if worst.ns_per_byte > MAX_NS_PER_BYTE {
+        return Err(PackCostError::Together(worst));
+    }
+    Ok(worst)
+}
+
+/// One pattern of a pack with its automata and their caches.
+struct Measured {
+    exact: Model,
+    filter: Option<Model>,
+    exact_src: String,
+    /// The engine's own regex, for the exact matches of a non-ASCII text.
+    meta: Option<regex_automata::meta::Regex>,
+    exact_cache: Cache,
+    filter_cache: Option<Cache>,
+    required: Option<[bool; 256]>,
+}
+
+impl Measured {
+    fn new(p: &PackPattern<'_>) -> Result<(Self, Hir), String> {
+        let parse = |src: &str| {
+            regex_syntax::ParserBuilder::new()
+                .nest_limit(NEST_LIMIT)
+                .build()
+                .parse(src)
+                .map_err(|_| "is not a valid regular expression".to_string())
+        };
+        let exact_hir = parse(p.exact)?;
+        let filter_hir = p.filter.map(parse).transpose()?;
+        let exact = Model::new(&exact_hir)?;
+        let filter = filter_hir.as_ref().map(Model::new).transpose()?;
+        let required = p.required.map(|bytes| {
+            let mut set = [false; 256];
+            for &b in bytes {
+                set[usize::from(b)] = true;
+            }
+            set
+        });
+        let m = Self {
+            exact_cache: exact.re.create_cache(),
+            filter_cache: filter.as_ref().map(|f| f.re.create_cache()),
+            exact,
+            filter,
+            exact_src: p.exact.to_string(),
+            meta: None,
+            required,
+        };
+        Ok((m, filter_hir.unwrap_or(exact_hir)))
+    }
+
+    /// The estimated engine time of this pattern on `text`, in ns, as
+    /// [`check`] prices one probe (the dearer of its two searches).
+    fn ns_on(&mut self, text: &str) -> Result<usize, String> {
+        if let Some(set) = &self.required {
+            if !text.bytes().any(|b| set[usize::from(b)]) {
+                return Ok(0);
+            }
+        }
+        // Many more texts run here than in one pattern's check: the states
+        // they build are dropped before they reach the budget (the check of
+        // the pattern alone bounds how fast they grow).
+        if self.exact_cache.memory_usage() > STATE_BUDGET / 2 {
+            self.exact_cache.reset(&self.exact.re);
+        }
+        let mut ns = 0;
+        let mut exact_matches = None;
+        if text.is_ascii() || self.filter.is_none() {
+            let run = self.exact.run(&mut self.exact_cache, text)?;
+            ns = run.transitions * NS_PER_TRANSITION
+                + run.searches * self.exact.ns_per_search
+                + run.matches * NS_PER_MATCH;
+            exact_matches = Some(run.matches);
+        }
+        if let (Some(model), Some(cache)) = (&self.filter, &mut self.filter_cache) {
+            if cache.memory_usage() > STATE_BUDGET / 2 {
+                cache.reset(&model.re);
+            }
+            let run = model.run(cache, text)?;
+            let confirmed = match exact_matches {
+                Some(m) => m,
+                None => {
+                    if self.meta.is_none() {
+                        self.meta = Some(super::build(&self.exact_src)?);
+                    }
+                    self.meta
+                        .as_ref()
+                        .map_or(0, |re| re.find_iter(text).filter(|m| !m.is_empty()).count())
+                }
+            };
+            let filter_ns = run.transitions * NS_PER_TRANSITION
+                + run.searches * NS_PER_SEARCH
+                + confirmed * (NS_PER_GUIDED_MATCH + NS_PER_MATCH);
+            ns = ns.max(filter_ns);
+        }
+        Ok(ns)
+    }
+}
+
 /// Whether the meta regex searches `hir` with literal searches alone: an
 /// exact, finite set of prefixes (as it extracts them), no capture group,
 /// no look-around.
@@ -887,6 +1088,45 @@ mod tests {
             let r = cost(p);
             eprintln!("{p}: {r:?} {:?}", t.elapsed());
         }
+    }
+
+    fn codons() -> Vec<crate::pattern::CompiledPattern> {
+        crate::rules::codon_patterns().unwrap().to_vec()
+    }
+
+    fn pack(rules: &[&str]) -> Result<PackCost, PackCostError> {
+        let mut all: Vec<crate::pattern::CompiledPattern> =
+            rules.iter().map(|r| compile(r, &[]).unwrap()).collect();
+        all.extend(codons());
+        let refs: Vec<&crate::pattern::CompiledPattern> = all.iter().collect();
+        crate::pattern::check_pack_cost(&refs)
+    }
+
+    #[test]
+    fn the_codons_alone_are_within_the_pack_limit() {
+        // Every evaluator runs the six codons, so a pack of no custom rule
+        // is not measured again at each load: this holds them to the limit.
+        let c = pack(&[]).unwrap();
+        assert!(c.ns_per_byte <= MAX_NS_PER_BYTE, "{c:?}");
+        // The e-mail codon's densest probe is the worst text; the others
+        // cost nothing there (none of their required bytes).
+        assert_eq!(c.shares, [0, 0, 0, 75, 0, 0]);
+    }
+
+    #[test]
+    fn costs_add_up_on_a_text_every_rule_matches() {
+        let x10 = pack(&["x"; 10]).unwrap_err();
+        let PackCostError::Together(c) = x10 else {
+            panic!("{x10:?}")
+        };
+        assert_eq!(c.ns_per_byte, 660);
+        assert_eq!(
+            c.shares,
+            [66, 66, 66, 66, 66, 66, 66, 66, 66, 66, 0, 0, 0, 0, 0, 0]
+        );
+        // Two are already one too many; on different letters they are not.
+        assert!(matches!(pack(&["x", "x"]), Err(PackCostError::Together(_))));
+        assert_eq!(pack(&["x", "y", "z"]).unwrap().ns_per_byte, 75);
     }
 
     #[test]
