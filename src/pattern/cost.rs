@@ -76,6 +76,16 @@
 //! for its states (debug build; `regex-automata` is optimised in debug
 //! builds too, see `Cargo.toml`).
 //!
+//! # Per pack
+//!
+//! The engine runs every custom rule and the six codons over the same
+//! payload, so a pack costs the sum of its patterns: ten rules that each
+//! match every `x` pass one by one and take ten times as long together.
+//! [`check_pack`] runs every pattern of a pack over every probe text of the
+//! others (and random texts over all their alphabets), prices each as above,
+//! counts nothing for a pattern whose required bytes a text lacks (the
+//! engine's first pass skips it), and holds the sum to the same limit.
+//!
 //! # What it does not bound
 //!
 //! The thresholds keep one accepted rule's search within about 100 ms on
