@@ -18,7 +18,7 @@ pub use stream::{
 };
 
 use crate::builtins::{Validator, CODONS, HARD_RULES};
-use crate::pattern::{self, CompiledPattern};
+use crate::pattern::{self, CompiledPattern, SET_THRESHOLD};
 use crate::rules::{CustomRule, RuleAction, RuleType};
 use guided::{guided_search, Guide, GuideCaches, GuidedCaches, Want};
 use regex_automata::meta::{Cache, Regex};
@@ -160,14 +160,6 @@ const WARM_UP: [&str; 4] = [
     "Die Überprüfung läuft; café crème. 会議は午後三時に始まります。 Écrivez à ops@example.com ou 555-867-5309 — nº 123-45-6789.",
     "Señor Núñez enviará el informe mañana 2026-11-30. Ещё раз спасибо. 我们下周讨论预算 192.168.0.1 e\u{301} 9.255.255.255",
 ];
-
-/// Above this many candidate matchers, one pass of the combined set narrows
-/// them down before any per-rule search. Below it, per-rule searches win:
-/// most rules have literals the regex engine skips ahead with, while the
-/// set's overlapping DFA pass costs about 1.7 ns a byte whatever the rules
-/// (measured: 64 KiB mixed-script text, 16 candidates, 301 µs with the set
-/// against 192 µs without).
-const SET_THRESHOLD: usize = 32;
 
 struct RuleInfo {
     id: String,
