@@ -68,6 +68,9 @@ pub struct AppState {
     draining: AtomicBool,
     /// Slots of `limits.max_concurrency`.
     pub(crate) slots: Arc<tokio::sync::Semaphore>,
+    /// Set while a reload's thread reads the deployment (it may outlive its
+    /// deadline: see [`reload::bounded`]).
+    pub(crate) reload_busy: Arc<AtomicBool>,
 }
 
 impl AppState {
@@ -84,6 +87,7 @@ impl AppState {
             reload_lock: tokio::sync::Mutex::new(()),
             last_reload: Mutex::new(None),
             draining: AtomicBool::new(false),
+            reload_busy: Arc::new(AtomicBool::new(false)),
         });
         if let Some(g) = generation {
             state.install(g);
@@ -175,7 +179,12 @@ pub fn serve(opts: &ServeOptions) -> Result<u8, Error> {
         .enable_all()
         .build()
         .map_err(|e| Error::io("cannot start the async runtime", e))?;
-    runtime.block_on(run(config))
+    let result = runtime.block_on(run(config));
+    // Whatever still runs (an evaluation on a blocking thread, a reload
+    // stuck on a file) must not hold the exit: `run` has already given
+    // requests their grace period (SPEC §9.7).
+    runtime.shutdown_background();
+    result
 }
 
 fn io(what: &str) -> impl Fn(std::io::Error) -> Error + '_ {
@@ -186,15 +195,19 @@ fn io(what: &str) -> impl Fn(std::io::Error) -> Error + '_ {
 pub async fn run(config: Config) -> Result<u8, Error> {
     let sources = Sources::from_config(&config);
     let evasion = config.normalize == crate::engine::Normalize::Evasion;
-    let generation = tokio::task::spawn_blocking(move || {
-        if evasion {
-            // The evasion view's table, built before the first request.
-            crate::engine::warm_normalize();
-        }
-        Generation::load(&sources, 1)
-    })
-    .await
-    .map_err(|e| Error::io("the start-up load did not finish", e))??;
+    let generation = reload::bounded(
+        "the start-up load",
+        &Arc::new(AtomicBool::new(false)),
+        reload::RELOAD_DEADLINE,
+        move || {
+            if evasion {
+                // The evasion view's table, built before the first request.
+                crate::engine::warm_normalize();
+            }
+            Generation::load(&sources, 1)
+        },
+    )
+    .await?;
     // Signals first: a SIGHUP or SIGTERM from now on is handled, not fatal.
     let hup = signal(SignalKind::hangup()).map_err(io("cannot handle SIGHUP"))?;
     let term = signal(SignalKind::terminate()).map_err(io("cannot handle SIGTERM"))?;
@@ -271,6 +284,7 @@ pub async fn run(config: Config) -> Result<u8, Error> {
         max_connections: limits.max_connections,
         header_read_timeout: Duration::from_millis(limits.header_read_timeout_ms),
         idle_timeout: Duration::from_millis(limits.idle_timeout_ms),
+        write_timeout: Duration::from_millis(limits.write_timeout_ms),
     };
     let server = async move {
         listener::serve(listener, app, conn_limits, shutdown).await;
