@@ -5,7 +5,7 @@
 //! do), touch the route table or the middleware, or put any part of a
 //! payload in a log line or an error message.
 
-use super::error::{json_response, ApiError};
+use super::error::{json_response_capped, ApiError};
 use super::extract::{EvaluateBody, JsonBody};
 use super::middleware::noted;
 use super::AppStateRef;
@@ -20,16 +20,77 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
 use serde::Serialize;
-use serde_json::{json, Value};
+use serde_json::Value;
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use time::OffsetDateTime;
+use tokio::sync::OwnedSemaphorePermit;
 
 /// Above this many bytes of payload, an evaluation runs off the async workers.
 pub(crate) const INLINE_BYTES: usize = 64 * 1024;
 
+tokio::task_local! {
+    /// The `limits.max_concurrency` slot of the request being handled, set
+    /// by the concurrency middleware: work sent off the async workers takes
+    /// a share of it along.
+    pub(crate) static SLOT: Arc<OwnedSemaphorePermit>;
+}
+
+thread_local! {
+    /// Set on a blocking thread while it runs a request's work: whether the
+    /// request has already been answered without it.
+    static ABANDONED: RefCell<Option<Arc<AtomicBool>>> = const { RefCell::new(None) };
+}
+
+/// Whether the request whose work runs on this thread has already been
+/// answered without it (it ran over `request_timeout_ms`, or its client
+/// left): work made of many evaluations (a batch, a gateway body's texts)
+/// stops at the next one, its answer would be dropped anyway (SPEC §9.1).
+pub(crate) fn abandoned() -> bool {
+    ABANDONED.with(|a| {
+        a.borrow()
+            .as_ref()
+            .is_some_and(|f| f.load(Ordering::Acquire))
+    })
+}
+
+/// Marks the work abandoned when the request's handler is dropped before
+/// the work's answer came (a 503 at `request_timeout_ms`).
+struct AbandonOnDrop(Option<Arc<AtomicBool>>);
+
+impl Drop for AbandonOnDrop {
+    fn drop(&mut self) {
+        if let Some(f) = self.0.take() {
+            f.store(true, Ordering::Release);
+        }
+    }
+}
+
+/// Clears [`ABANDONED`] when the work ends, however it ends.
+struct Attached;
+
+impl Attached {
+    fn to(flag: Arc<AtomicBool>) -> Self {
+        ABANDONED.with(|a| *a.borrow_mut() = Some(flag));
+        Self
+    }
+}
+
+impl Drop for Attached {
+    fn drop(&mut self) {
+        ABANDONED.with(|a| a.borrow_mut().take());
+    }
+}
+
 /// Runs `work` in place when the payload is small (`bytes` ≤ [`INLINE_BYTES`]),
 /// else on a blocking thread, so that a large evaluation never stalls the
 /// async workers (and `/healthz`); request_timeout_ms still bounds it.
+///
+/// A blocking thread cannot be stopped from outside, so work that outlives
+/// its request's 503 keeps the request's concurrency slot ([`SLOT`]) until
+/// it ends: a slot is never free while its work still runs. And it learns
+/// it was abandoned ([`abandoned`]), to stop between evaluations.
 pub(crate) async fn off_workers<F>(bytes: usize, work: F) -> Result<Response, ApiError>
 where
     F: FnOnce() -> Result<Response, ApiError> + Send + 'static,
@@ -37,9 +98,18 @@ where
     if bytes <= INLINE_BYTES {
         return work();
     }
-    tokio::task::spawn_blocking(work)
-        .await
-        .map_err(|_| ApiError::internal("internal error (a bug): the evaluation did not finish"))?
+    let slot = SLOT.try_with(Arc::clone).ok();
+    let flag = Arc::new(AtomicBool::new(false));
+    let mut on_drop = AbandonOnDrop(Some(Arc::clone(&flag)));
+    let done = tokio::task::spawn_blocking(move || {
+        let _slot = slot;
+        let _attached = Attached::to(flag);
+        work()
+    })
+    .await;
+    // Answered with the work's own result: nothing was abandoned.
+    on_drop.0 = None;
+    done.map_err(|_| ApiError::internal("internal error (a bug): the evaluation did not finish"))?
 }
 
 pub(super) fn now_unix_nanos() -> i128 {
@@ -161,7 +231,11 @@ async fn evaluate_single(
             generation: generation.number,
             remedy: with_remedy.then(|| remedy(&decision)),
         };
-        Ok(noted(json_response(StatusCode::OK, &answer), &decision))
+        let max = state.config.limits.max_response_bytes;
+        Ok(noted(
+            json_response_capped(StatusCode::OK, &answer, max)?,
+            &decision,
+        ))
     })
     .await
 }
@@ -190,6 +264,13 @@ enum BatchResult<'a> {
         error: &'static str,
         message: String,
     },
+}
+
+/// The answer of a batch.
+#[derive(Serialize)]
+struct BatchAnswer<'a> {
+    generation: u64,
+    results: Vec<BatchResult<'a>>,
 }
 
 /// `POST /evaluate/batch`: one result per item, a decision or that item's error.
@@ -263,6 +344,11 @@ fn batch_answer(
                 choose(&generation, r.pack_id.as_deref(), default_pack).map(|p| (p, r))
             });
             match chosen {
+                // The request was already answered 503: the rest is not evaluated.
+                Ok(_) if abandoned() => BatchResult::Error {
+                    error: ErrorName::ServiceUnavailableError.as_str(),
+                    message: "not evaluated: the request ran over limits.request_timeout_ms".into(),
+                },
                 Ok((pack, r)) => {
                     let d = pack
                         .evaluator
@@ -277,8 +363,12 @@ fn batch_answer(
             }
         })
         .collect();
-    Ok(json_response(
+    json_response_capped(
         StatusCode::OK,
-        &json!({"generation": generation.number, "results": results}),
-    ))
+        &BatchAnswer {
+            generation: generation.number,
+            results,
+        },
+        state.config.limits.max_response_bytes,
+    )
 }

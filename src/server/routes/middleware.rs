@@ -214,7 +214,21 @@ pub(super) async fn concurrency(
             }
         },
     };
-    let resp = next.run(req).await;
+    // Shared with work sent off the async workers, which keeps it while it
+    // runs, even past a 503 (`off_workers`).
+    let permit = Arc::new(permit);
+    let resp = super::evaluate::SLOT
+        .scope(Arc::clone(&permit), next.run(req))
+        .await;
+    // Every route's answer is held to the limit; the evaluation routes
+    // already stop serialising at it, this catches any other.
+    let max = limits.max_response_bytes;
+    if axum::body::HttpBody::size_hint(resp.body())
+        .exact()
+        .is_some_and(|n| n > max as u64)
+    {
+        return super::error::answer_too_large(max).into_response();
+    }
     let streaming = resp
         .headers()
         .get(CONTENT_TYPE)
