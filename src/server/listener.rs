@@ -114,7 +114,11 @@ impl Clock {
     /// place in the eviction order: the oldest goes first); `None` while a
     /// request is in progress.
     fn idle_since(&self) -> Option<u64> {
-        if self.busy.load(Ordering::Acquire) > 0 {
+        // An answer still being written is a request in progress (its
+        // client is slow: the write timeout judges it, not the cap).
+        if self.busy.load(Ordering::Acquire) > 0
+            || self.write_blocked_since.load(Ordering::Acquire) != 0
+        {
             return None;
         }
         Some(match self.head_since.load(Ordering::Acquire) {
@@ -146,20 +150,24 @@ impl Clock {
     /// (`request_timeout_ms` bounds the work).
     fn deadline(&self, limits: &ConnLimits) -> Option<u64> {
         let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+        // hyper may hold the end of an answer after its body is done (and
+        // the request counted as ended): a stuck write counts either way.
+        let stuck = match self.write_blocked_since.load(Ordering::Acquire) {
+            0 => None,
+            since => Some(since.saturating_add(ms(limits.write_timeout))),
+        };
         if self.busy.load(Ordering::Acquire) > 0 {
-            return match self.write_blocked_since.load(Ordering::Acquire) {
-                0 => None,
-                since => Some(since.saturating_add(ms(limits.write_timeout))),
-            };
+            return stuck;
         }
         let head = self.head_since.load(Ordering::Acquire);
-        Some(if head != 0 {
+        let quiet = if head != 0 {
             head.saturating_add(ms(limits.header_read_timeout))
         } else {
             self.quiet_since
                 .load(Ordering::Acquire)
                 .saturating_add(ms(limits.idle_timeout))
-        })
+        };
+        Some(stuck.map_or(quiet, |s| s.min(quiet)))
     }
 }
 

@@ -98,8 +98,11 @@ pub(crate) async fn bounded<T: Send + 'static>(
     let spawned = std::thread::Builder::new()
         .name("helixor-reload".into())
         .spawn(move || {
-            let _done = done;
-            let _ = tx.send(work());
+            let result = work();
+            // Cleared before the outcome is told: the next reload may start
+            // as soon as it is.
+            drop(done);
+            let _ = tx.send(result);
         });
     if let Err(e) = spawned {
         busy.store(false, Ordering::Release);
