@@ -71,6 +71,22 @@ pub struct AppState {
     /// Set while a reload's thread reads the deployment (it may outlive its
     /// deadline: see [`reload::bounded`]).
     pub(crate) reload_busy: Arc<AtomicBool>,
+    /// Memory for large request bodies, in KiB ([`body_budget_kib`]).
+    pub(crate) body_budget: Arc<tokio::sync::Semaphore>,
+}
+
+/// Large request bodies held in memory at once, at the largest allowed size
+/// (64 MiB at the default limit).
+pub const BODY_BUDGET_BODIES: usize = 64;
+
+/// The memory large request bodies may take at once, in KiB: enough for
+/// [`BODY_BUDGET_BODIES`] bodies of `max_body_bytes` (a body past it waits,
+/// unread, for the others' requests to end).
+fn body_budget_kib(max_body_bytes: usize) -> usize {
+    max_body_bytes
+        .saturating_mul(BODY_BUDGET_BODIES)
+        .div_ceil(1024)
+        .clamp(1, 1 << 29)
 }
 
 impl AppState {
@@ -78,6 +94,7 @@ impl AppState {
     /// generation 1; `None` answers 503 until a reload succeeds).
     pub fn new(config: Config, generation: Option<Generation>) -> Result<Arc<Self>, Error> {
         let metrics = Metrics::new().map_err(|e| Error::io("cannot create the metrics", e))?;
+        let max_body_bytes = config.limits.max_body_bytes;
         let state = Arc::new(Self {
             sources: Sources::from_config(&config),
             slots: Arc::new(tokio::sync::Semaphore::new(config.limits.max_concurrency)),
@@ -88,6 +105,7 @@ impl AppState {
             last_reload: Mutex::new(None),
             draining: AtomicBool::new(false),
             reload_busy: Arc::new(AtomicBool::new(false)),
+            body_budget: Arc::new(tokio::sync::Semaphore::new(body_budget_kib(max_body_bytes))),
         });
         if let Some(g) = generation {
             state.install(g);

@@ -200,9 +200,14 @@ impl ExternalProcessor for ExtProc {
                 };
                 let mut gone = false;
                 for a in answers {
-                    if tx.send(Ok(a)).await.is_err() {
-                        gone = true;
-                        break;
+                    // A peer that takes no answer for as long as a silent
+                    // one may send nothing holds its slot no longer.
+                    match tokio::time::timeout(idle, tx.send(Ok(a))).await {
+                        Ok(Ok(())) => {}
+                        _ => {
+                            gone = true;
+                            break;
+                        }
                     }
                 }
                 if gone || exchange.as_ref().is_none_or(Exchange::closed) {

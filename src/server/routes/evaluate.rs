@@ -23,18 +23,25 @@ use serde::Serialize;
 use serde_json::Value;
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use time::OffsetDateTime;
-use tokio::sync::OwnedSemaphorePermit;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 /// Above this many bytes of payload, an evaluation runs off the async workers.
 pub(crate) const INLINE_BYTES: usize = 64 * 1024;
 
+/// What a request holds while it is handled: its `limits.max_concurrency`
+/// slot and, for a large body, the memory reserved for it.
+#[derive(Debug)]
+pub(crate) struct Held {
+    pub(crate) _slot: OwnedSemaphorePermit,
+    pub(crate) _body: Option<OwnedSemaphorePermit>,
+}
+
 tokio::task_local! {
-    /// The `limits.max_concurrency` slot of the request being handled, set
-    /// by the concurrency middleware: work sent off the async workers takes
-    /// a share of it along.
-    pub(crate) static SLOT: Arc<OwnedSemaphorePermit>;
+    /// What the request being handled holds, set by the concurrency
+    /// middleware: work sent off the async workers takes a share of it along.
+    pub(crate) static SLOT: Arc<Held>;
 }
 
 thread_local! {
@@ -83,9 +90,23 @@ impl Drop for Attached {
     }
 }
 
+/// Large evaluations running at once: a few per core. They are CPU-bound,
+/// so more at once finish no sooner, and each holds its text, its decision
+/// and its answer in memory: 400 of them at once took 500 MB (issue 27).
+/// The others wait (their requests' timeout still runs) holding only their
+/// text.
+fn heavy_gate() -> &'static Arc<Semaphore> {
+    static GATE: OnceLock<Arc<Semaphore>> = OnceLock::new();
+    GATE.get_or_init(|| {
+        let cores = std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get);
+        Arc::new(Semaphore::new(cores.saturating_mul(2).max(2)))
+    })
+}
+
 /// Runs `work` in place when the payload is small (`bytes` ≤ [`INLINE_BYTES`]),
 /// else on a blocking thread, so that a large evaluation never stalls the
-/// async workers (and `/healthz`); request_timeout_ms still bounds it.
+/// async workers (and `/healthz`); request_timeout_ms still bounds it, the
+/// wait for one of the few large evaluations that run at once included.
 ///
 /// A blocking thread cannot be stopped from outside, so work that outlives
 /// its request's 503 keeps the request's concurrency slot ([`SLOT`]) until
@@ -99,10 +120,15 @@ where
         return work();
     }
     let slot = SLOT.try_with(Arc::clone).ok();
+    let turn = Arc::clone(heavy_gate())
+        .acquire_owned()
+        .await
+        .map_err(|_| ApiError::internal("internal error (a bug): the evaluation gate closed"))?;
     let flag = Arc::new(AtomicBool::new(false));
     let mut on_drop = AbandonOnDrop(Some(Arc::clone(&flag)));
     let done = tokio::task::spawn_blocking(move || {
         let _slot = slot;
+        let _turn = turn;
         let _attached = Attached::to(flag);
         work()
     })

@@ -6,7 +6,7 @@
 //! or log a payload, a token or a raw path.
 
 use super::error::{layer_error_json, ApiError, LayerMessages};
-use super::extract::{declares_over, is_length_limit, too_large};
+use super::extract::{declared_length, declares_over, is_length_limit, too_large};
 use super::{route_at, AppStateRef, Route, ROUTES, UNMATCHED_ROUTE};
 use crate::error::ErrorName;
 use axum::body::Body;
@@ -165,7 +165,10 @@ pub(super) async fn auth(State(state): State<AppStateRef>, req: Request, next: N
 }
 
 /// `limits.max_concurrency`: once its body has arrived, a request waits up
-/// to [`QUEUE_WAIT`] for a slot, then gets 503. Probes are not limited.
+/// to [`QUEUE_WAIT`] for a slot, then gets 503. Probes are not limited. A
+/// body over 64 KiB is read only once memory is reserved for it (the
+/// server's body budget, waited for as long as a slot), and the reservation
+/// is held as long as the slot.
 pub(super) async fn concurrency(
     State(state): State<AppStateRef>,
     req: Request,
@@ -182,6 +185,31 @@ pub(super) async fn concurrency(
     if declares_over(&parts.headers, limits.max_body_bytes) {
         return too_large(limits.max_body_bytes).into_response();
     }
+    // A large body is read only once memory for it is reserved: a flood of
+    // large uploads waits in the sockets (the kernel's buffers), not in the
+    // server's memory (SPEC §9.1; issue 27 row 5). Small bodies, probes'
+    // and most requests', need no reservation.
+    let reserve = match declared_length(&parts.headers) {
+        Some(n) if n <= super::INLINE_BYTES as u64 => 0,
+        Some(n) => n,
+        None => limits.max_body_bytes as u64,
+    };
+    let reserved = if reserve == 0 {
+        None
+    } else {
+        let kib = u32::try_from(reserve.div_ceil(1024)).unwrap_or(u32::MAX);
+        let budget = Arc::clone(&state.body_budget);
+        // As long as for a slot: a client told 503 at once can go elsewhere.
+        match tokio::time::timeout(QUEUE_WAIT, budget.acquire_many_owned(kib)).await {
+            Ok(Ok(p)) => Some(p),
+            _ => {
+                return ApiError::unavailable(
+                    "the server holds as many large request bodies as it may; retry later",
+                )
+                .into_response()
+            }
+        }
+    };
     let upload = axum::body::to_bytes(body, limits.max_body_bytes);
     let bytes = match tokio::time::timeout(Duration::from_millis(limits.request_timeout_ms), upload)
         .await
@@ -215,8 +243,11 @@ pub(super) async fn concurrency(
         },
     };
     // Shared with work sent off the async workers, which keeps it while it
-    // runs, even past a 503 (`off_workers`).
-    let permit = Arc::new(permit);
+    // runs, even past a 503 (`off_workers`): the slot and the body's memory.
+    let permit = Arc::new(super::evaluate::Held {
+        _slot: permit,
+        _body: reserved,
+    });
     let resp = super::evaluate::SLOT
         .scope(Arc::clone(&permit), next.run(req))
         .await;
