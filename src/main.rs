@@ -419,7 +419,6 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, Error> {
         } => {
             // The server prints its address from its own threads: release stdout.
             drop(out);
-            bound_the_allocator();
             helixor::server::serve(&helixor::server::ServeOptions {
                 config,
                 license: license.license,
@@ -514,33 +513,6 @@ fn wants_json_errors() -> bool {
         || args
             .windows(2)
             .any(|w| w[0] == "--error-format" && w[1] == "json")
-}
-
-/// Runs `serve` again in place (same process id, arguments and files) with
-/// glibc's mmap threshold fixed at 128 KiB, unless the environment already
-/// sets the allocator's tunables. glibc otherwise raises the threshold to the
-/// largest block freed (up to 32 MiB), after which large request bodies,
-/// decisions and answers are carved from its arenas and stay resident once
-/// freed: 400 requests of 1 MiB left 340 MB resident where 120 MB were ever
-/// live (issue 27 row 5). The tunable can only be read at start-up, and
-/// setting it from inside would take `unsafe` code. If the exec fails, the
-/// server runs as it is.
-fn bound_the_allocator() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    {
-        use std::os::unix::process::CommandExt;
-        const THRESHOLD: &str = "MALLOC_MMAP_THRESHOLD_";
-        if std::env::var_os(THRESHOLD).is_some() || std::env::var_os("GLIBC_TUNABLES").is_some() {
-            return;
-        }
-        let Ok(exe) = std::env::current_exe() else {
-            return;
-        };
-        let _failed = std::process::Command::new(exe)
-            .args(std::env::args_os().skip(1))
-            .env(THRESHOLD, "131072")
-            .exec();
-    }
 }
 
 fn main() -> ExitCode {

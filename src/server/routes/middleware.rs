@@ -11,7 +11,7 @@ use super::{route_at, AppStateRef, Route, ROUTES, UNMATCHED_ROUTE};
 use crate::error::ErrorName;
 use axum::body::Body;
 use axum::extract::{MatchedPath, Request, State};
-use axum::http::header::{AUTHORIZATION, CONTENT_TYPE};
+use axum::http::header::{AUTHORIZATION, CONTENT_TYPE, TRANSFER_ENCODING};
 use axum::http::HeaderValue;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
@@ -192,7 +192,10 @@ pub(super) async fn concurrency(
     let reserve = match declared_length(&parts.headers) {
         Some(n) if n <= super::INLINE_BYTES as u64 => 0,
         Some(n) => n,
-        None => limits.max_body_bytes as u64,
+        // A chunked body may be as large as allowed; with neither header
+        // there is no body (HTTP/1.1).
+        None if parts.headers.contains_key(TRANSFER_ENCODING) => limits.max_body_bytes as u64,
+        None => 0,
     };
     let reserved = if reserve == 0 {
         None
