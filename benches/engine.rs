@@ -44,6 +44,22 @@ call (212) 555-0199 or 415.555.0123, host 192.168.10.20, ticket TCK-004211, acct
 const EVASIVE: &str = "SSN １２３-４５-６７８９, card ٤١١١ ١١١١ ١١١١ ١١١١, MRN: 1234\u{200D}5678, \
 mail jane.doe＠example.com, call (212) 555-01\u{AD}99, ticket TCK-004211\u{301}. ";
 
+/// Prose in Cyrillic and Greek: single-script words full of letters that look
+/// Latin (SPEC §15 round 2 maps them only inside a word that mixes scripts).
+const CYRILLIC_GREEK: &str = "Ещё раз спасибо за помощь, встреча перенесена на пятницу. \
+Παρακαλώ στείλτε το έγγραφο μέχρι την Παρασκευή. Отчёт готов, проверьте его до обеда. ";
+
+/// English prose with the typographic dashes LLM replies are full of.
+const DASHES: &str = "The release — planned for March — slipped by two weeks; pages 10–12 \
+cover the details. We will meet again — same room, same time — on Friday. ";
+
+/// The PII line written with the evasions of SPEC §15 round 2: Unicode dashes,
+/// parenthesized and dingbat digits, a NUL, a mark after a space, look-alike
+/// letters inside words.
+const EVASIVE2: &str = "SSN 123\u{2010}45\u{2013}6789, SSN ⑴⑵⑶-⑷⑸-⑹⑺⑻⑼, SSN ❶❷❸-❹❺-❻❼❽❾, \
+id 123-45\u{0}-6789, card 4111 \u{301}1111 1111 1111, mail j\u{430}ne.doe@\u{435}\u{445}ample.com, \
+mail jan\u{435}.doe@example.com. ";
+
 fn evaluator() -> Evaluator {
     let doc = parse_document(PLAYBOOK.as_bytes(), "bench").unwrap().doc;
     let rules = check_declarations(&doc, "bench").unwrap();
@@ -92,8 +108,16 @@ fn bench(c: &mut Criterion) {
         }),
     ];
     let evasive = fill(EVASIVE, 1024);
+    // SPEC §15 round 2: prose the view must look at without changing it,
+    // prose it changes (dashes), and the round-2 evasions.
+    let round2 = [
+        ("cyrillic_greek_1k", fill(CYRILLIC_GREEK, 1024)),
+        ("dashes_prose_1k", fill(DASHES, 1024)),
+        ("evasive2_pii_1k", fill(EVASIVE2, 1024)),
+    ];
     let mut all: Vec<(&str, String)> = cases.iter().map(|(n, t)| (*n, t.clone())).collect();
     all.push(("evasive_pii_1k", evasive.clone()));
+    all.extend(round2.iter().cloned());
     if once(&e, &all) {
         return;
     }
@@ -122,6 +146,7 @@ fn bench(c: &mut Criterion) {
     );
     let mut normalize_cases: Vec<(&str, &String)> = cases.iter().map(|(n, t)| (*n, t)).collect();
     normalize_cases.push(("evasive_pii_1k", &evasive));
+    normalize_cases.extend(round2.iter().map(|(n, t)| (*n, t)));
     for (group, mode) in [
         ("normalize_none", Normalize::None),
         ("normalize_evasion", Normalize::Evasion),

@@ -10,9 +10,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 count=${1:-5000}
 venv=target/model-venv
-if ! "$venv/bin/python" -c 'import yaml' 2>/dev/null; then
+# unicodedata2: the Unicode version of the Rust crates (18.0), for the
+# evasion model's categories and Numeric_Type.
+if ! "$venv/bin/python" -c 'import yaml, unicodedata2' 2>/dev/null; then
   python3 -m venv "$venv"
-  "$venv/bin/pip" install -q 'PyYAML>=6'
+  "$venv/bin/pip" install -q 'PyYAML>=6' 'unicodedata2==18.0.0'
 fi
 py=$venv/bin/python
 bin=${HELIXOR_PACK:-$PWD/target/debug/helixor-pack}

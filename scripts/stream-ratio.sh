@@ -5,33 +5,48 @@
 #
 # Builds the stream bench (release), then runs ROUNDS rounds; each round runs
 # one process per mode, in turn: `none` (start-up only), `eval` (one
-# evaluation of the 1 MiB reply), and a session in 1-, 16- and 256-byte
-# pieces, each repeated REPEAT times in its process
-# (`HELIXOR_BENCH_ONCE`, `HELIXOR_BENCH_REPEAT` of benches/stream.rs). A
-# process's CPU time (user + system, from bash's `times` of the child) minus
-# the `none` process's, over REPEAT, is one run of a mode. Interleaving keeps
-# every mode under the same load; the ratio of the fastest rounds (what other
-# jobs can only slow down) and the median of the per-round ratios are printed.
+# evaluation of the text), and a session in pieces of each size in MODES,
+# each repeated REPEAT times in its process (`HELIXOR_BENCH_ONCE`,
+# `HELIXOR_BENCH_REPEAT` of benches/stream.rs). A process's CPU time (user +
+# system, from bash's `times` of the child) minus the `none` process's, over
+# REPEAT, is one run of a mode. Interleaving keeps every mode under the same
+# load; the ratio of the fastest rounds (what other jobs can only slow down)
+# and the median of the per-round ratios are printed.
+#
 # Usage: scripts/stream-ratio.sh [ROUNDS] [REPEAT] [NORMALIZE]
 #   defaults: 7 rounds, 10 repeats, normalize none (or evasion)
+# Environment:
+#   MODES        piece sizes: N bytes, cpN code points (default "16 256 1")
+#   BINS         "name=path ..." bench binaries to compare, interleaved in
+#                each round (default: this tree's, built here), e.g. a
+#                baseline built from another commit
+#   HELIXOR_BENCH_TEXT, HELIXOR_BENCH_BYTES   the text (benches/stream.rs)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-7}
 repeat=${2:-10}
 norm=${3:-none}
-modes=(none eval 16 256 1)
+read -r -a sizes <<<"${MODES:-16 256 1}"
+modes=(none eval "${sizes[@]}")
 
-bin=$(cargo bench --locked --bench stream --no-run --message-format=json 2>/dev/null |
-    python3 -c 'import json,sys
+if [ -n "${BINS:-}" ]; then
+    read -r -a bins <<<"$BINS"
+else
+    bin=$(cargo bench --locked --bench stream --no-run --message-format=json 2>/dev/null |
+        python3 -c 'import json,sys
 for l in sys.stdin:
     m = json.loads(l)
     if m.get("reason") == "compiler-artifact" and m["target"]["name"] == "stream" and m.get("executable"):
         print(m["executable"])')
-[ -x "$bin" ] || { echo "no stream bench binary" >&2; exit 1; }
+    bins=("this=$bin")
+fi
+for b in "${bins[@]}"; do
+    [ -x "${b#*=}" ] || { echo "no stream bench binary ${b#*=}" >&2; exit 1; }
+done
 
-# CPU seconds (user + system) of one run of the bench binary in MODE.
+# CPU seconds (user + system) of one run of bench binary BIN in MODE.
 cpu_of() {
-    local mode=$1 r
+    local bin=$1 mode=$2 r
     r=$( { HELIXOR_BENCH_ONCE=$mode HELIXOR_BENCH_REPEAT=$repeat HELIXOR_BENCH_NORMALIZE=$norm \
         "$bin" --bench >/dev/null; times; } | tail -1)
     # `times` prints the children's "user system" times, e.g. "0m1.234s 0m0.010s".
@@ -42,26 +57,31 @@ print(u + s)' "$r"
 
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
-echo "binary: $bin; $rounds rounds, $repeat repeats, normalize $norm; load: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "binaries: ${bins[*]}; $rounds rounds, $repeat repeats, normalize $norm," \
+    "text ${HELIXOR_BENCH_TEXT:-reply} ${HELIXOR_BENCH_BYTES:-1048576} B; load: $(cut -d' ' -f1-3 /proc/loadavg)"
 for r in $(seq "$rounds"); do
-    line="$r"
-    for m in "${modes[@]}"; do
-        line="$line $m=$(cpu_of "$m")"
+    for b in "${bins[@]}"; do
+        line="$r ${b%%=*}"
+        for m in "${modes[@]}"; do
+            line="$line $m=$(cpu_of "${b#*=}" "$m")"
+        done
+        echo "$line" | tee -a "$out"
     done
-    echo "$line" | tee -a "$out"
 done
-python3 - "$out" "$repeat" <<'EOF'
+python3 - "$out" "$repeat" "${sizes[@]}" <<'EOF'
 import statistics, sys
-rounds = []
+rounds = {}
 for line in open(sys.argv[1]):
-    parts = line.split()[1:]
-    rounds.append({k: float(v) for k, v in (p.split("=") for p in parts)})
+    parts = line.split()
+    rounds.setdefault(parts[1], []).append({k: float(v) for k, v in (p.split("=") for p in parts[2:])})
 repeat = int(sys.argv[2])
-per = [{m: (r[m] - r["none"]) / repeat for m in r if m != "none"} for r in rounds]
-fast = {m: min(p[m] for p in per) for m in per[0]}
-print(f"one evaluation: fastest {fast['eval'] * 1e3:.2f} ms")
-for m in ("1", "16", "256"):
-    med = statistics.median(p[m] / p["eval"] for p in per)
-    print(f"pieces of {m:>3} B: fastest {fast[m] * 1e3:7.2f} ms, "
-          f"{fast[m] / fast['eval']:.2f}x (fastest rounds), {med:.2f}x (median of rounds)")
+for name, rs in rounds.items():
+    per = [{m: (r[m] - r["none"]) / repeat for m in r if m != "none"} for r in rs]
+    fast = {m: min(p[m] for p in per) for m in per[0]}
+    print(f"{name}: one evaluation: fastest {fast['eval'] * 1e3:.2f} ms")
+    for m in sys.argv[3:]:
+        med = statistics.median(p[m] / p["eval"] for p in per)
+        unit = "code points" if m.startswith("cp") else "B"
+        print(f"{name}: pieces of {m.removeprefix('cp'):>7} {unit}: fastest {fast[m] * 1e3:8.2f} ms, "
+              f"{fast[m] / fast['eval']:.2f}x (fastest rounds), {med:.2f}x (median of rounds)")
 EOF

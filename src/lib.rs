@@ -54,6 +54,7 @@ mod error;
 #[doc(hidden)]
 pub mod fuzzing;
 mod glob;
+mod json_text;
 mod license;
 mod manifest;
 mod pack;
@@ -94,9 +95,10 @@ pub use rules::{check_declarations, CustomRule, RuleAction, RuleType};
 
 // The engine (SPEC §6, §11, §15).
 pub use engine::{
-    Blocked, Decision, Evaluator, Normalize, OwnedStreamSession, Released, Session, Severity,
-    Source, StreamOptions, StreamSession, Trigger, BLOCKED_TEXT, DEFAULT_MAX_HOLDBACK_CHARS,
-    HOLDBACK_ACTION, HOLDBACK_REASON, PERMIT_ACTION,
+    Blocked, Decision, Evaluator, Normalize, OwnedStreamSession, Released, Releases, Session,
+    Severity, Source, StreamOptions, StreamSession, Trigger, BLOCKED_TEXT, COST_ACTION,
+    COST_REASON, DEFAULT_MAX_HOLDBACK_CHARS, DEFAULT_MAX_SESSION_MS, HOLDBACK_ACTION,
+    HOLDBACK_REASON, PERMIT_ACTION,
 };
 
 // Pack loading (SPEC §5).

@@ -162,9 +162,16 @@ async fn a_fatal_match_sends_one_blocked_event_and_nothing_of_the_value() {
     );
     let done = ev.last().unwrap();
     assert_eq!(done["done"], true);
-    // The decision of the whole text.
+    // The decision of the whole text: the card after the block counts (the
+    // receipt names both rules), though nothing after the block was released.
     assert_eq!(done["action"], "block_glba_ssn_leakage");
     assert_eq!(done["severity"], "FATAL");
+    let generation = s.state.current().unwrap();
+    let whole = generation.packs[PII_PACK]
+        .evaluator
+        .evaluate("Your SSN 123-45-6789 is on file, card 4111 1111 1111 1111.");
+    assert_eq!(whole.triggers.len(), 2);
+    assert_eq!(done["receipt_hash"], whole.receipt_hash);
     assert_eq!(ev.len(), 4, "\"Your \", \"SSN \", blocked, done");
     let metrics = metrics_text(&s.state);
     assert!(
@@ -235,40 +242,119 @@ async fn errors_before_the_stream_starts_are_json() {
     assert!(!v["message"].as_str().unwrap().contains("123-45"), "{v}");
 }
 
-#[tokio::test]
-async fn a_stream_holds_its_concurrency_slot_until_its_body_ends() {
-    let s = setup_with(|c| c.limits.max_concurrency = 1);
-    let req = |path: &str, body: &str| {
-        Request::post(path)
+/// `/evaluate` with `{"text": "x"}` until it is not a 503 (at most 2 s);
+/// its status.
+async fn evaluate_status_within(app: &Router, limit: std::time::Duration) -> StatusCode {
+    let started = std::time::Instant::now();
+    loop {
+        let req = Request::post("/evaluate")
             .header("content-type", "application/json")
-            .body(Body::from(body.to_string()))
+            .body(Body::from(r#"{"text": "x"}"#))
+            .unwrap();
+        let status = app.clone().oneshot(req).await.unwrap().status();
+        if status != StatusCode::SERVICE_UNAVAILABLE || started.elapsed() > limit {
+            return status;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_stream_frees_its_slot_when_its_session_ends_whatever_the_client_reads() {
+    let s = setup_with(|c| c.limits.max_concurrency = 1);
+    let req = |body: String| {
+        Request::post("/v1/evaluate/stream")
+            .header("content-type", "application/json")
+            .body(Body::from(body))
             .unwrap()
     };
-    let long = format!(r#"{{"text": "{}", "chunk_size": 1}}"#, "word ".repeat(2000));
-    let streaming = s
+    // A short text: the session ends at once, its events wait unread.
+    let short = s
         .app
         .clone()
-        .oneshot(req("/v1/evaluate/stream", &long))
+        .oneshot(req(
+            json!({"text": "mail ops@example.com now", "chunk_size": 1}).to_string(),
+        ))
         .await
         .unwrap();
-    assert_eq!(streaming.status(), StatusCode::OK);
-    // The body is not read yet: the one slot is taken.
-    let busy = s
+    assert_eq!(short.status(), StatusCode::OK);
+    let within = std::time::Duration::from_secs(2);
+    assert_eq!(evaluate_status_within(&s.app, within).await, StatusCode::OK);
+    // A long one whose events do not fit the channel: the session waits for
+    // its reader without the slot.
+    let text = "word ".repeat(2000);
+    let long = s
         .app
         .clone()
-        .oneshot(req("/evaluate", r#"{"text": "x"}"#))
+        .oneshot(req(json!({"text": text, "chunk_size": 1}).to_string()))
         .await
         .unwrap();
-    assert_eq!(busy.status(), StatusCode::SERVICE_UNAVAILABLE);
-    let body = streaming.into_body().collect().await.unwrap().to_bytes();
-    assert!(String::from_utf8_lossy(&body).contains("\"done\":true"));
-    let free = s
-        .app
-        .clone()
-        .oneshot(req("/evaluate", r#"{"text": "x"}"#))
-        .await
-        .unwrap();
-    assert_eq!(free.status(), StatusCode::OK);
+    assert_eq!(evaluate_status_within(&s.app, within).await, StatusCode::OK);
+    // Both streams are whole once read.
+    for (resp, text) in [
+        (short, "mail [REDACTED_EMAIL] now".to_string()),
+        (long, text),
+    ] {
+        let body = resp.into_body().collect().await.unwrap().to_bytes();
+        let ev = events(std::str::from_utf8(&body).unwrap());
+        let released: String = ev[..ev.len() - 1]
+            .iter()
+            .map(|e| e["text"].as_str().unwrap())
+            .collect();
+        assert_eq!(released, text);
+        assert_eq!(ev.last().unwrap()["done"], true);
+    }
+}
+
+#[tokio::test]
+async fn streams_waiting_for_their_readers_hold_a_bounded_memory_the_oldest_cut_first() {
+    // 32 KiB bodies: the streams in flight hold 32 of them (1 MiB) at most.
+    // Each stream below fills its channel (4 chunks of 16 KiB of events)
+    // and waits, holding 3 KB of text, its session (counted as 64 KiB), the
+    // chunks and the rest of a batch of 256 pieces' events (23 KB): about
+    // 140 KB; 7 fit, 23 of 30 are cut.
+    let s = setup_with(|c| {
+        c.limits.max_body_bytes = 32_768;
+        // Reading them all takes a while: no stream is cut for its reader.
+        c.stream_write_timeout_ms = 600_000;
+    });
+    let body = json!({"text": "! ".repeat(2000), "chunk_size": 1}).to_string();
+    let mut waiting = Vec::new();
+    for _ in 0..30 {
+        let req = Request::post("/v1/evaluate/stream")
+            .header("content-type", "application/json")
+            .body(Body::from(body.clone()))
+            .unwrap();
+        let resp = s.app.clone().oneshot(req).await.unwrap();
+        assert_eq!(resp.status(), StatusCode::OK);
+        waiting.push(resp);
+        // Let it fill its events and wait, in the order they came.
+        tokio::time::sleep(std::time::Duration::from_millis(30)).await;
+    }
+    // A cut stream ends after the 4 chunks its channel held; a kept one
+    // goes on once read (6 chunks are taken from it: its memory stays the
+    // same, its events only move from the server to the reader).
+    let mut kept = Vec::new();
+    for resp in waiting {
+        let mut body = resp.into_body();
+        let mut taken = 0;
+        while taken < 6 {
+            let next = tokio::time::timeout(std::time::Duration::from_secs(5), body.frame());
+            match next
+                .await
+                .expect("a kept stream waits for its reader, not more")
+            {
+                Some(Ok(_)) => taken += 1,
+                _ => break,
+            }
+        }
+        assert!(taken == 4 || taken == 6, "{taken} chunks");
+        kept.push(taken == 6);
+    }
+    // The first ones were cut to make room, the last ones kept.
+    let cut = kept.iter().take_while(|k| !**k).count();
+    assert_eq!(cut, 23, "{kept:?}");
+    assert!(kept[cut..].iter().all(|k| *k), "{kept:?}");
 }
 
 #[test]

@@ -11,13 +11,14 @@ mod stream;
 
 pub use decision::{Decision, Severity, Source, Trigger, BLOCKED_TEXT, PERMIT_ACTION};
 pub use normalize::{warm as warm_normalize, Normalize};
-pub use receipt::receipt_hash;
 pub use stream::{
-    Blocked, OwnedStreamSession, Released, Session, StreamOptions, StreamSession,
-    DEFAULT_MAX_HOLDBACK_CHARS, HOLDBACK_ACTION, HOLDBACK_REASON,
+    Blocked, OwnedStreamSession, Released, Releases, Session, StreamOptions, StreamSession,
+    COST_ACTION, COST_REASON, DEFAULT_MAX_HOLDBACK_CHARS, DEFAULT_MAX_SESSION_MS, HOLDBACK_ACTION,
+    HOLDBACK_REASON,
 };
 
 use crate::builtins::{Validator, CODONS, HARD_RULES};
+use crate::crypto::sha256;
 use crate::pattern::{self, CompiledPattern, SET_THRESHOLD};
 use crate::rules::{CustomRule, RuleAction, RuleType};
 use guided::{guided_search, Guide, GuideCaches, GuidedCaches, Want};
@@ -188,6 +189,8 @@ pub struct Evaluator {
     live: OnceLock<Arc<stream::LivePlan>>,
     /// Idle lazy-DFA caches of stream sessions.
     live_caches: Mutex<Vec<stream::LiveCaches>>,
+    /// Idle text buffers of stream sessions (a few, of bounded size).
+    stream_bufs: Mutex<Vec<String>>,
 }
 
 impl std::fmt::Debug for Evaluator {
@@ -251,6 +254,7 @@ impl Evaluator {
             caches: Mutex::new(Vec::new()),
             live: OnceLock::new(),
             live_caches: Mutex::new(Vec::new()),
+            stream_bufs: Mutex::new(Vec::new()),
         };
         evaluator.warm(warm_sets());
         evaluator.warm_stream();
@@ -437,7 +441,12 @@ impl Evaluator {
         let found = self.matches(view.map_or(text, |v| v.text.as_str()));
         let normalized = view.is_some();
         if found.iter().all(Vec::is_empty) {
-            return self.finish(text, Vec::new(), None, text.to_string(), normalized);
+            return self.finish(
+                &sha256(text.as_bytes()),
+                Vec::new(),
+                text.to_string(),
+                normalized,
+            );
         }
         let ascii = text.is_ascii();
         let original = |spans: &[(usize, usize)]| -> Vec<[usize; 2]> {
@@ -508,30 +517,24 @@ impl Evaluator {
             });
         }
 
-        let deciding = triggers
-            .iter()
-            .position(|t| t.severity == Severity::Fatal)
-            .or_else(|| {
-                triggers
-                    .iter()
-                    .position(|t| t.severity == Severity::Warning)
-            });
-        let clean = match deciding.map(|i| triggers[i].severity) {
+        let clean = match deciding(&triggers).map(|i| triggers[i].severity) {
             Some(Severity::Fatal) => BLOCKED_TEXT.to_string(),
             Some(Severity::Warning) => redact(text, view, &redactions),
             None => text.to_string(),
         };
-        self.finish(text, triggers, deciding, clean, normalized)
+        self.finish(&sha256(text.as_bytes()), triggers, clean, normalized)
     }
 
+    /// The decision of a text from its triggers (in trigger order), its
+    /// `clean_text` and its SHA-256 (the receipt's `sha256_payload`).
     fn finish<'e>(
         &'e self,
-        text: &str,
+        payload_sha256: &[u8; 32],
         triggers: Vec<Trigger<'e>>,
-        deciding: Option<usize>,
         clean_text: String,
         normalized: bool,
     ) -> Decision<'e> {
+        let deciding = deciding(&triggers);
         let (action, severity, reason) = match deciding {
             Some(i) => {
                 let t = &triggers[i];
@@ -540,13 +543,13 @@ impl Evaluator {
             None => (PERMIT_ACTION, None, None),
         };
         let invariants_passed = deciding.is_none();
-        let receipt_hash = receipt_hash(
+        let receipt_hash = receipt::receipt_hash_of(
             &self.pack_id,
             &self.pack_version,
             action,
             invariants_passed,
             triggers.iter().map(|t| t.rule_id),
-            text,
+            payload_sha256,
         );
         Decision {
             action,
@@ -595,15 +598,17 @@ impl Evaluator {
     /// The leftmost-first match of matcher `i` starting at or after `from`
     /// in `text` (empty or not, unvalidated), found as [`Self::evaluate`]
     /// finds its matches: what a stream session commits, one at a time.
+    /// `ascii` says whether `text` is ASCII from the character before
+    /// `from` on (look-behind sees it): the caller knows it without a scan,
+    /// which would cost the whole rest of the text at every match.
     fn find_first(
         &self,
         i: usize,
         text: &str,
         from: usize,
+        ascii: bool,
         caches: &mut Caches,
     ) -> Option<(usize, usize)> {
-        // Look-behind sees the character before `from`: four bytes at most.
-        let ascii = text.as_bytes()[from.saturating_sub(4)..].is_ascii();
         if ascii || self.matchers[i].filter.is_none() {
             // The exact regex, as `search_matcher` would run it, without a
             // list: a session commits a match or two at a time.
@@ -644,6 +649,18 @@ impl Evaluator {
             },
         }
     }
+}
+
+/// The deciding trigger: the first FATAL one, else the first WARNING one.
+fn deciding(triggers: &[Trigger<'_>]) -> Option<usize> {
+    triggers
+        .iter()
+        .position(|t| t.severity == Severity::Fatal)
+        .or_else(|| {
+            triggers
+                .iter()
+                .position(|t| t.severity == Severity::Warning)
+        })
 }
 
 /// `re`'s leftmost-first match in `text[from..]` (the text before `from`

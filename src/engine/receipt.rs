@@ -7,19 +7,21 @@ use crate::crypto::sha256;
 /// The receipt schema name.
 pub const RECEIPT_SCHEMA: &str = "helixor.decision_receipt.v1";
 
-/// `hx_proof_` + the first 24 hex digits of SHA-256 over the receipt JSON.
-pub fn receipt_hash<'a>(
+/// `hx_proof_` + the first 24 hex digits of SHA-256 over the receipt JSON,
+/// from the payload's SHA-256: a stream session hashes its text as it
+/// arrives and no longer holds it whole when it decides.
+pub(crate) fn receipt_hash_of<'a>(
     pack_id: &str,
     pack_version: &str,
     action: &str,
     invariants_passed: bool,
     rule_ids: impl Iterator<Item = &'a str>,
-    payload: &str,
+    payload_sha256: &[u8; 32],
 ) -> String {
     let mut payload_hex = [0u8; 64];
     // Encoding 32 bytes into 64 always fits; the hex crate's `encode`
     // collects chars one by one, which shows in the per-request profile.
-    let _ = hex::encode_to_slice(sha256(payload.as_bytes()), &mut payload_hex);
+    let _ = hex::encode_to_slice(payload_sha256, &mut payload_hex);
     // Keys written in sorted order by hand: the object's shape is fixed.
     let mut json = String::with_capacity(256);
     json.push_str("{\"action\":");
@@ -61,13 +63,13 @@ mod tests {
         //   "pack_version":"1.0.0","action":"block_project_code","invariants_passed":False,
         //   "rule_ids":["project_code"],"sha256_payload":hashlib.sha256(p.encode()).hexdigest()};
         //   print("hx_proof_"+hashlib.sha256(json.dumps(d,sort_keys=True,separators=(",",":")).encode()).hexdigest()[:24])'
-        let got = receipt_hash(
+        let got = receipt_hash_of(
             "custom.internal_code_guard.v1",
             "1.0.0",
             "block_project_code",
             false,
             ["project_code"].into_iter(),
-            "Release PROJ-ZEUS-9 today",
+            &crate::crypto::sha256(b"Release PROJ-ZEUS-9 today"),
         );
         assert_eq!(got, "hx_proof_11d7a1d30558198a38b9c520");
     }

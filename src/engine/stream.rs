@@ -99,10 +99,34 @@
 //! threads at most once (a rare replay after a committed match that live
 //! threads began inside, or after a lazy-DFA cache clear, is bounded by the
 //! held text), and released text is dropped from the buffer, keeping one
-//! character as look-behind context. Measured costs are in `BENCHMARKS.md`.
+//! character as look-behind context. Nothing else a push does grows with
+//! the text held back: the committed matches wait in sweep order and a
+//! release visits only those that start before its cut; the required-bytes
+//! scan starts where the exact search does; `lookahead_chars` keeps its
+//! whitespace scan across pushes; and whether the text after a commit is
+//! ASCII is known from the last non-ASCII byte pushed (a held run of
+//! 60,000 characters once cost each of its pushes all of these).
+//!
+//! # The decision
+//!
+//! A session yields the decision of the whole text itself
+//! ([`Session::decision`]), equal to [`Evaluator::evaluate_with`] but for
+//! `clean_text` (what it released) and `latency_us` (its own engine time):
+//! it records each committed match in code points (mapped back through the
+//! view with normalization), hashes the text as it arrives for the
+//! receipt, and, once blocked, keeps judging what is pushed without
+//! releasing any of it, so that the triggers after the block are counted.
+//! `max_session_ms` bounds the engine time of the pushes and the finish:
+//! past it the session stops all work (it only hashes what is pushed) and
+//! decides [`COST_ACTION`], fail closed. [`Session::push_many`] pushes a
+//! batch with one measurement of the thread's CPU time, and
+//! [`Session::park`] gives the caches back while a session waits.
 
+use super::decision::{Decision, Source, Trigger, BLOCKED_TEXT};
 use super::normalize::{self, Normalize, Normalizer, ViewMap};
-use super::{sweep, validate, write_regions, Caches, Evaluator, Item, Severity};
+use super::receipt::receipt_hash_of;
+use super::{validate, write_regions, Caches, Evaluator, Severity};
+use crate::builtins::CODONS;
 use crate::builtins::HARD_RULES;
 use crate::pattern::{NEST_LIMIT, PATTERN_SIZE_LIMIT};
 use regex_automata::hybrid::dfa::{Cache as LazyCache, DFA};
@@ -111,9 +135,12 @@ use regex_automata::nfa::thompson;
 use regex_automata::util::look::{Look, LookMatcher};
 use regex_automata::util::{start, syntax};
 use regex_automata::{Anchored, MatchKind};
-use std::collections::{HashMap, HashSet};
+use sha2::{Digest, Sha256};
+use std::cmp::Reverse;
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::ops::Deref;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 /// Default of `stream.max_holdback_chars`.
 pub const DEFAULT_MAX_HOLDBACK_CHARS: usize = 65_536;
@@ -121,12 +148,22 @@ pub const DEFAULT_MAX_HOLDBACK_CHARS: usize = 65_536;
 pub const HOLDBACK_REASON: &str = "Stream hold-back limit exceeded";
 /// Action of a session blocked for holding back too much.
 pub const HOLDBACK_ACTION: &str = "block_stream_holdback_limit";
+/// Default of `stream.max_session_ms`.
+pub const DEFAULT_MAX_SESSION_MS: u64 = 5000;
+/// Reason of a session stopped for spending more than `max_session_ms`
+/// (fail closed).
+pub const COST_REASON: &str = "Stream cost limit exceeded";
+/// Action of a session stopped for spending more than `max_session_ms`.
+pub const COST_ACTION: &str = "block_stream_cost_limit";
 
 /// Lazy-DFA cache of one rule's liveness automaton in one session.
 const LIVE_CACHE_BYTES: usize = 1 << 20;
 /// Skipped text that may hold a match is simulated below this many bytes
 /// (a few transitions a byte) and left to one exact search above it.
 const SIMULATE_BELOW: usize = 64;
+/// Idle session buffers an evaluator keeps, and the largest kept.
+const MAX_IDLE_BUFS: usize = 4;
+const MAX_IDLE_BUF_BYTES: usize = 2 << 20;
 /// States whose terminal check a session remembers, per rule.
 const MAX_TERMINAL_MEMO: usize = 256;
 
@@ -143,6 +180,10 @@ pub struct StreamOptions {
     /// Match through the evasion view (SPEC §15): releases are the original
     /// text, redacted where the view matched.
     pub normalize: Normalize,
+    /// Engine time the session may spend, in milliseconds, over all its
+    /// pushes and its finish: past it the session stops working and fails
+    /// closed ([`COST_ACTION`]), whatever the text does to the engine.
+    pub max_session_ms: u64,
 }
 
 impl Default for StreamOptions {
@@ -152,6 +193,7 @@ impl Default for StreamOptions {
             lookahead_chars: 0,
             max_holdback_chars: DEFAULT_MAX_HOLDBACK_CHARS,
             normalize: Normalize::None,
+            max_session_ms: DEFAULT_MAX_SESSION_MS,
         }
     }
 }
@@ -165,15 +207,68 @@ pub struct Released {
     pub redacted: bool,
 }
 
+/// What the pushes of [`Session::push_many`] released, one after another
+/// in one buffer (reused from call to call: no allocation a piece).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Releases {
+    text: String,
+    /// Per piece: where its text ends in `text`, and whether it holds a
+    /// placeholder.
+    ends: Vec<(usize, bool)>,
+}
+
+impl Releases {
+    /// Empties it, keeping its buffers.
+    pub fn clear(&mut self) {
+        self.text.clear();
+        self.ends.clear();
+    }
+
+    /// The number of pieces.
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    /// Whether it holds no piece.
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// Piece `k`'s release: its text (possibly empty) and whether it holds
+    /// a placeholder.
+    pub fn get(&self, k: usize) -> Option<(&str, bool)> {
+        let &(end, redacted) = self.ends.get(k)?;
+        let start = k.checked_sub(1).map_or(0, |j| self.ends[j].0);
+        Some((&self.text[start..end], redacted))
+    }
+
+    /// Every piece's release, in order.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, bool)> + '_ {
+        (0..self.len()).filter_map(|k| self.get(k))
+    }
+}
+
 /// Why a session stopped releasing (owned: built once, when it blocks).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Blocked {
-    /// The deciding action (`block_<id>`, a hard rule's, or [`HOLDBACK_ACTION`]).
+    /// The deciding action (`block_<id>`, a hard rule's, [`HOLDBACK_ACTION`]
+    /// or [`COST_ACTION`]).
     pub action: String,
     /// Its reason.
     pub reason: String,
     /// The rules with committed matches when it blocked, in trigger order.
     pub triggers: Vec<(String, Severity)>,
+}
+
+impl Blocked {
+    /// Blocked for holding back more than `stream.max_holdback_chars`.
+    fn holdback() -> Self {
+        Self {
+            action: HOLDBACK_ACTION.to_string(),
+            reason: HOLDBACK_REASON.to_string(),
+            triggers: Vec::new(),
+        }
+    }
 }
 
 /// The liveness automata of one evaluator, built once.
@@ -659,15 +754,11 @@ struct RuleState {
     dirty: Option<(usize, usize)>,
 }
 
-/// A committed match not yet released.
-struct Pending {
-    start: usize,
-    end: usize,
-    key: (usize, usize),
-    /// The matcher that found it; its placeholder is looked up (in the
-    /// plan) when the text is written.
-    matcher: usize,
-}
+/// A committed match not yet released, in the order of the §6.3 sweep:
+/// absolute start, end descending, sort key; then the matcher that found
+/// it (its placeholder is looked up in the plan when the text is written).
+/// Offsets are absolute, so dropping released text moves none of them.
+type Pending = (usize, Reverse<usize>, (usize, usize), usize);
 
 /// A stream session over one evaluator (one pack of one generation), held
 /// through `E`: a borrow ([`StreamSession`]) or a shared handle
@@ -679,7 +770,22 @@ pub struct Session<E: Deref<Target = Evaluator>> {
     /// With [`Normalize::Evasion`]: the core runs on the view, and this
     /// writes the original text.
     norm: Option<Box<NormStream>>,
+    /// The text pushed so far, hashed as it arrives (the receipt's
+    /// `sha256_payload`: the session never holds the whole text).
+    hasher: Hasher,
+    /// Engine time spent in pushes and the finish, and the most it may be.
+    spent: Duration,
+    budget: Duration,
+    /// Which small pieces [`Session::push`] times (xorshift state, seeded
+    /// from the standard library's random hasher keys).
+    dice: u64,
 }
+
+/// [`Session::push`] times every piece of this many bytes or more (two
+/// clock reads are then a few percent of its work)...
+const TIME_EVERY_PIECE_FROM: usize = 1024;
+/// ...and one smaller piece in this many.
+const SAMPLE_ONE_IN: u64 = 32;
 
 /// A session that borrows its evaluator ([`Evaluator::stream`]).
 pub type StreamSession<'e> = Session<&'e Evaluator>;
@@ -706,6 +812,9 @@ struct Core {
     head: usize,
     /// Whether `buf[0]` is the first byte of the stream.
     origin: bool,
+    /// Absolute offset of the last byte of a non-ASCII character pushed so
+    /// far: the text after it is ASCII.
+    last_non_ascii: Option<usize>,
     /// Bytes of `buf` the threads have consumed.
     scanned: usize,
     /// Bytes dropped from the front of `buf` so far (absolute offset of `buf[0]`).
@@ -715,7 +824,10 @@ struct Core {
     /// no text of its own).
     tap: Option<Vec<(usize, usize, String)>>,
     rules: Vec<RuleState>,
-    pending: Vec<Pending>,
+    /// Committed matches not yet released, kept in sweep order: a release
+    /// visits only those that start before its cut, however many wait
+    /// after it (a long held run full of matches costs each push nothing).
+    pending: BTreeSet<Pending>,
     /// Reused between pushes: (non-inner byte, rules it is the last one
     /// of) entries, room for 65 (see [`Core::advance_all`]).
     scratch: Vec<(usize, u64)>,
@@ -733,15 +845,38 @@ struct Core {
     fired: Vec<bool>,
     pushed_chars: usize,
     released_chars: usize,
+    /// The first reason to stop releasing; a blocked core goes on judging
+    /// (its releases are dropped) unless it is `stopped`.
     blocked: Option<Blocked>,
+    /// Out of engine time: does no more work at all.
+    stopped: bool,
     finished: bool,
+    /// The committed matches, for the decision.
+    spans: SpanLog,
+    /// Tests add this to the engine time of every call.
+    #[cfg(test)]
+    extra_time: Duration,
     /// Boxed: a search cache set is large, and it moves out and back at
     /// every push.
     caches: Option<Box<Caches>>,
     live: Option<Box<LiveCaches>>,
+    /// `lookahead_chars`' scan state (see [`Core::whitespace_cut`]).
+    ws: WhitespaceScan,
     /// Tests turn deferral off to check that it changes no release.
     #[cfg(test)]
     defer: bool,
+}
+
+/// Where [`Core::whitespace_cut`] stands, in absolute offsets: the last L − 1
+/// code points begin at `limit` (code point `limit_chars` of the stream),
+/// the text from the release point to `upto` has been looked at, and the
+/// last whitespace there outside every region ends at `last`.
+#[derive(Debug, Default)]
+struct WhitespaceScan {
+    limit: usize,
+    limit_chars: usize,
+    upto: usize,
+    last: Option<usize>,
 }
 
 impl<E: Deref<Target = Evaluator>> std::fmt::Debug for Session<E> {
@@ -796,29 +931,240 @@ impl<E: Deref<Target = Evaluator>> Session<E> {
     fn new(ev: E, opts: StreamOptions) -> Self {
         let core = Core::new(&ev, opts);
         let norm = (opts.normalize == Normalize::Evasion).then(Box::default);
-        Self { ev, core, norm }
+        Self {
+            ev,
+            core,
+            norm,
+            hasher: Hasher::default(),
+            spent: Duration::ZERO,
+            budget: Duration::from_millis(opts.max_session_ms),
+            // Never 0 (xorshift would stay there).
+            dice: std::hash::BuildHasher::hash_one(
+                &std::collections::hash_map::RandomState::new(),
+                0u8,
+            ) | 1,
+        }
     }
 
     /// Appends `piece` and returns what can be released now (SPEC §11.1).
     /// Nothing is released once the session is blocked or finished.
+    ///
+    /// A blocked session still judges what is pushed (releasing nothing),
+    /// so that [`Self::decision`] is the decision of the whole text; one
+    /// that spent its `max_session_ms` only hashes it.
     pub fn push(&mut self, piece: &str) -> Released {
-        if let Some(norm) = self.norm.as_deref_mut() {
-            return norm.push(&mut self.core, &self.ev, piece);
-        }
-        // Appending needs no evaluator: it is handed over for the step only,
-        // so the hot path carries no extra argument across the copy.
-        if !self.core.append(piece) {
+        if self.core.finished {
             return Released::default();
         }
-        self.core.step(&self.ev, false)
+        if self.core.stopped {
+            self.hasher.update(piece);
+            return Released::default();
+        }
+        // Two clock reads cost a quarter of a 16-byte push: a small piece is
+        // timed one time in 32, at random (a text cannot hide its cost in
+        // the pieces that are not), and counts 32 times its time.
+        self.dice ^= self.dice << 13;
+        self.dice ^= self.dice >> 7;
+        self.dice ^= self.dice << 17;
+        let weight = if piece.len() >= TIME_EVERY_PIECE_FROM {
+            1
+        } else if self.dice.is_multiple_of(SAMPLE_ONE_IN) {
+            SAMPLE_ONE_IN as u32
+        } else {
+            let out = self.push_untimed(piece);
+            #[cfg(test)]
+            let out = self.charge(Duration::ZERO, out);
+            if self.core.blocked.is_some() {
+                return Released::default();
+            }
+            return out;
+        };
+        let started = Instant::now();
+        let out = self.push_untimed(piece);
+        self.charge(started.elapsed() * weight, out)
+    }
+
+    /// Pushes `pieces` in order, as [`Self::push`] would one at a time, and
+    /// appends what each releases to `out`, up to and including the piece at
+    /// which the session blocks (a session blocked before the call judges
+    /// them all, releasing nothing); returns how many pieces it pushed. The
+    /// engine time is measured once for the call, not once a piece (two
+    /// clock reads cost about a quarter of a 16-byte push), and the
+    /// releases share one buffer: a caller that holds many small pieces at
+    /// once (a server cutting a request's text) pushes them with this. The
+    /// budget is checked after the call (give it a bounded number of
+    /// pieces): a call that spends it releases nothing.
+    pub fn push_many<'p>(
+        &mut self,
+        pieces: impl IntoIterator<Item = &'p str>,
+        out: &mut Releases,
+    ) -> usize {
+        let started = EngineClock::start();
+        let first = out.ends.len();
+        let was_blocked = self.core.blocked.is_some();
+        for piece in pieces {
+            if self.core.finished || self.core.stopped {
+                break;
+            }
+            let redacted = self.push_untimed_into(piece, &mut out.text);
+            out.ends.push((out.text.len(), redacted));
+            if !was_blocked && self.core.blocked.is_some() {
+                break;
+            }
+        }
+        let pushed = out.ends.len() - first;
+        let blocked = self.core.blocked.is_some();
+        let _ = self.charge(started.elapsed(), Released::default());
+        if !blocked && self.core.blocked.is_some() {
+            // Past the budget: nothing of this call goes out.
+            let start = first.checked_sub(1).map_or(0, |k| out.ends[k].0);
+            out.text.truncate(start);
+            out.ends[first..].fill((start, false));
+        }
+        pushed
+    }
+
+    /// A push without the engine-time bookkeeping.
+    fn push_untimed(&mut self, piece: &str) -> Released {
+        let mut text = String::new();
+        let redacted = self.push_untimed_into(piece, &mut text);
+        Released { text, redacted }
+    }
+
+    /// [`Self::push_untimed`] writing the release at the end of `out`
+    /// (nothing once blocked); whether it holds a placeholder.
+    fn push_untimed_into(&mut self, piece: &str, out: &mut String) -> bool {
+        self.hasher.update(piece);
+        let redacted = match self.norm.as_deref_mut() {
+            Some(norm) => {
+                let r = norm.push(&mut self.core, &self.ev, piece);
+                out.push_str(&r.text);
+                r.redacted
+            }
+            // Appending needs no evaluator: it is handed over for the step
+            // only, so the hot path carries no extra argument across the copy.
+            None if self.core.append(piece) => self.core.step_into(&self.ev, false, out),
+            None => false,
+        };
+        redacted && self.core.blocked.is_none()
     }
 
     /// Ends the stream and returns the rest (empty when blocked).
     pub fn finish(&mut self) -> Released {
-        if let Some(norm) = self.norm.as_deref_mut() {
-            return norm.finish(&mut self.core, &self.ev);
+        if self.core.finished || self.core.stopped {
+            self.core.finished = true;
+            return Released::default();
         }
-        self.core.finish(&self.ev)
+        let started = EngineClock::start();
+        let out = match self.norm.as_deref_mut() {
+            Some(norm) => norm.finish(&mut self.core, &self.ev),
+            None => self.core.finish(&self.ev),
+        };
+        self.charge(started.elapsed(), out)
+    }
+
+    /// Counts the engine time of a call and returns its release, or
+    /// nothing once the session is blocked or has spent its budget (it then
+    /// stops, failing closed).
+    fn charge(&mut self, took: Duration, out: Released) -> Released {
+        self.spent += took;
+        #[cfg(test)]
+        {
+            self.spent += self.core.extra_time;
+        }
+        if self.spent > self.budget {
+            self.core.stop();
+        }
+        if self.core.blocked.is_some() {
+            return Released::default();
+        }
+        out
+    }
+
+    /// Gives the session's search caches back to its evaluator until the
+    /// next push: a session that waits (for its reader, for its next piece)
+    /// then holds only its own state, and the caches serve other work.
+    pub fn park(&mut self) {
+        if let Some(c) = self.core.caches.take() {
+            self.ev.idle_caches().push(*c);
+        }
+        // The liveness caches hold the states of live threads: they go back
+        // only when no thread is under way (a deferred one has no state).
+        if self.core.rules.iter().all(|r| r.threads.is_empty()) {
+            if let Some(l) = self.core.live.take() {
+                self.ev
+                    .live_caches
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .push(*l);
+                // Start states of those caches: rebuilt with the next set.
+                for r in &mut self.core.rules {
+                    r.starts = Vec::new();
+                    r.terminal = Vec::new();
+                }
+            }
+        }
+    }
+
+    /// Engine time spent so far in pushes and the finish (what a stream's
+    /// `latency_us` reports, and what `max_session_ms` limits): the
+    /// thread's CPU time in [`Self::push_many`] and [`Self::finish`] where
+    /// the platform gives it (Linux), the monotonic clock's time otherwise
+    /// and in [`Self::push`] (one CPU-time read costs about 0.4 µs, two
+    /// small pushes), which counts time the thread waited for a CPU too.
+    /// [`Self::push`] times pieces of 1 KiB or more, and estimates the
+    /// others from one in 32 timed at random: a caller that needs the
+    /// time of many small pieces exactly pushes them with
+    /// [`Self::push_many`].
+    pub fn engine_time(&self) -> Duration {
+        self.spent
+    }
+
+    /// The decision of the whole text (SPEC §6.4), once [`Self::finish`] has
+    /// been called: the session's own, from the matches it committed, equal
+    /// to [`Evaluator::evaluate_with`] on everything pushed (blocked or not)
+    /// but for `clean_text` and `latency_us`. `clean_text` is
+    /// [`BLOCKED_TEXT`] when the decision blocks, and empty otherwise: what
+    /// may leave is what the session released (W(T) when it did not block).
+    /// `latency_us` is the session's engine time. A session that spent its
+    /// `max_session_ms` decides [`COST_ACTION`] (FATAL, no trigger: it did
+    /// not judge the whole text).
+    pub fn decision(&self) -> Option<Decision<'_>> {
+        if !self.core.finished {
+            return None;
+        }
+        let digest = self.hasher.digest();
+        let ev = &*self.ev;
+        let normalized = self.normalized();
+        let mut d = if self.core.stopped {
+            Decision {
+                action: COST_ACTION,
+                severity: Some(Severity::Fatal),
+                reason: Some(COST_REASON),
+                clean_text: BLOCKED_TEXT.to_string(),
+                triggers: Vec::new(),
+                invariants_passed: false,
+                pack_id: &ev.pack_id,
+                pack_version: &ev.pack_version,
+                receipt_hash: receipt_hash_of(
+                    &ev.pack_id,
+                    &ev.pack_version,
+                    COST_ACTION,
+                    false,
+                    std::iter::empty(),
+                    &digest,
+                ),
+                latency_us: 0.0,
+                normalized,
+            }
+        } else {
+            let triggers = self.core.spans.triggers(ev);
+            let fatal = triggers.iter().any(|t| t.severity == Severity::Fatal);
+            let clean = if fatal { BLOCKED_TEXT } else { "" };
+            ev.finish(&digest, triggers, clean.to_string(), normalized)
+        };
+        d.latency_us = self.spent.as_secs_f64() * 1e6;
+        Some(d)
     }
 
     /// Why the session blocked, once it has.
@@ -849,11 +1195,101 @@ impl<E: Deref<Target = Evaluator>> Session<E> {
     }
 }
 
+/// Appends `text` to `out`; into an empty `out`, as one allocation of its
+/// size (a release a push returns on its own).
+fn write_into(out: &mut String, text: &str) {
+    if out.capacity() == 0 {
+        *out = text.to_owned();
+    } else {
+        out.push_str(text);
+    }
+}
+
+/// SHA-256 of a text that arrives in pieces: small pieces are gathered and
+/// hashed a few kilobytes at a time (the hasher's own bookkeeping for each
+/// 16-byte piece cost more than the hashing of its bytes).
+#[derive(Clone, Default)]
+struct Hasher {
+    sha: Sha256,
+    pending: Vec<u8>,
+}
+
+/// [`Hasher`] hashes this many gathered bytes at once.
+const HASH_BLOCK: usize = 4096;
+
+impl Hasher {
+    fn update(&mut self, piece: &str) {
+        let bytes = piece.as_bytes();
+        if self.pending.len() + bytes.len() > HASH_BLOCK {
+            self.sha.update(&self.pending);
+            self.pending.clear();
+        }
+        if bytes.len() >= HASH_BLOCK {
+            self.sha.update(bytes);
+        } else {
+            if self.pending.capacity() == 0 {
+                self.pending.reserve_exact(HASH_BLOCK);
+            }
+            self.pending.extend_from_slice(bytes);
+        }
+    }
+
+    /// The digest of everything so far.
+    fn digest(&self) -> [u8; 32] {
+        let mut sha = self.sha.clone();
+        sha.update(&self.pending);
+        sha.finalize().into()
+    }
+}
+
+/// Measures the engine time of a call: the calling thread's CPU time where
+/// the platform gives it, so that a session on a busy machine is not charged
+/// for the time other threads held its CPU; the monotonic clock otherwise.
+enum EngineClock {
+    Cpu(Duration),
+    Wall(Instant),
+}
+
+impl EngineClock {
+    fn start() -> Self {
+        match thread_cpu_time() {
+            Some(t) => Self::Cpu(t),
+            None => Self::Wall(Instant::now()),
+        }
+    }
+
+    fn elapsed(&self) -> Duration {
+        match self {
+            Self::Cpu(t) => thread_cpu_time().map_or(Duration::ZERO, |now| now.saturating_sub(*t)),
+            Self::Wall(t) => t.elapsed(),
+        }
+    }
+}
+
+/// The calling thread's CPU time (`CLOCK_THREAD_CPUTIME_ID`).
+#[cfg(target_os = "linux")]
+fn thread_cpu_time() -> Option<Duration> {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
+    let secs = u64::try_from(t.tv_sec).ok()?;
+    let nanos = u32::try_from(t.tv_nsec).ok()?;
+    Some(Duration::new(secs, nanos))
+}
+
+/// The calling thread's CPU time: not available here.
+#[cfg(not(target_os = "linux"))]
+fn thread_cpu_time() -> Option<Duration> {
+    None
+}
+
 /// The original-text side of a normalized session (SPEC §15 with §11): the
 /// pushed text goes through a [`Normalizer`], the core runs on the view, and
 /// each of its releases (a view offset and the regions before it, all final)
 /// is mapped back, so the session releases the original text with the same
-/// regions an evaluation of the whole text writes.
+/// regions an evaluation of the whole text writes. The normalizer writes
+/// the view of a word only once the word rule is settled for it (a word of
+/// look-alikes waits for a letter of another script or its end), so the core
+/// never sees a view character that could still change; the text it holds
+/// counts towards the hold-back limit like the core's.
 #[derive(Debug, Default)]
 struct NormStream {
     normalizer: Normalizer,
@@ -875,7 +1311,7 @@ struct NormStream {
 
 impl NormStream {
     fn push(&mut self, core: &mut Core, ev: &Evaluator, piece: &str) -> Released {
-        if core.blocked.is_some() || core.finished {
+        if core.finished || core.stopped {
             return Released::default();
         }
         self.pushed_chars += char_count(piece);
@@ -883,24 +1319,44 @@ impl NormStream {
         self.view.clear();
         self.normalizer.push(piece, &mut self.view, &mut self.map);
         self.feed(core, ev, false);
+        self.map_spans(core);
         if core.blocked.is_some() {
             return Released::default();
         }
-        self.release(core, false)
+        let out = self.release(core, false);
+        // The normalizer holds text too (a word that may still mix scripts,
+        // however long): the limit counts the original text held anywhere.
+        if self.pushed_chars - self.released_chars > core.opts.max_holdback_chars {
+            core.blocked = Some(Blocked::holdback());
+            return Released::default();
+        }
+        out
     }
 
     fn finish(&mut self, core: &mut Core, ev: &Evaluator) -> Released {
-        if core.blocked.is_some() || core.finished {
+        if core.finished || core.stopped {
             core.finished = true;
             return Released::default();
         }
         self.view.clear();
         self.normalizer.finish(&mut self.view, &mut self.map);
         self.feed(core, ev, true);
+        self.map_spans(core);
         if core.blocked.is_some() {
             return Released::default();
         }
         self.release(core, true)
+    }
+
+    /// Maps the matches the core committed on the view to the original
+    /// text, for the decision (before released text is forgotten).
+    fn map_spans(&self, core: &mut Core) {
+        core.spans.map_unmapped(
+            &self.map,
+            &self.orig,
+            self.base,
+            (self.head, self.released_chars),
+        );
     }
 
     /// Hands the new view text to the core.
@@ -993,9 +1449,15 @@ impl Core {
         Self {
             plan,
             opts,
-            buf: String::new(),
+            buf: ev
+                .stream_bufs
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .pop()
+                .unwrap_or_default(),
             head: 0,
             origin: true,
+            last_non_ascii: None,
             scanned: 0,
             dropped: 0,
             tap: (opts.normalize == Normalize::Evasion).then(Vec::new),
@@ -1011,7 +1473,7 @@ impl Core {
                     dirty: None,
                 })
                 .collect(),
-            pending: Vec::new(),
+            pending: BTreeSet::new(),
             scratch: vec![(0, 0); 65],
             last_outer: vec![0; count.min(64)],
             busy,
@@ -1020,9 +1482,14 @@ impl Core {
             pushed_chars: 0,
             released_chars: 0,
             blocked: None,
+            stopped: false,
             finished: false,
+            spans: SpanLog::new(count, opts.normalize == Normalize::Evasion),
+            #[cfg(test)]
+            extra_time: Duration::ZERO,
             caches: Some(Box::new(caches)),
             live: Some(Box::new(live)),
+            ws: WhitespaceScan::default(),
             #[cfg(test)]
             defer: true,
         }
@@ -1033,6 +1500,19 @@ impl Core {
         if let Some(c) = self.caches.take() {
             ev.idle_caches().push(*c);
         }
+        // A few buffers are kept: a new session then writes into memory
+        // already mapped (a fresh one of 512 KiB cost a single-piece push
+        // a fifth of its time in page faults).
+        if self.buf.capacity() <= MAX_IDLE_BUF_BYTES {
+            let mut bufs = ev
+                .stream_bufs
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if bufs.len() < MAX_IDLE_BUFS {
+                self.buf.clear();
+                bufs.push(std::mem::take(&mut self.buf));
+            }
+        }
         if let Some(l) = self.live.take() {
             ev.live_caches
                 .lock()
@@ -1041,19 +1521,35 @@ impl Core {
         }
     }
 
-    /// Appends `piece` unless the session is blocked or finished; returns
-    /// whether it did (and a step is due).
+    /// Appends `piece` unless the session is finished or out of engine
+    /// time; returns whether it did (and a step is due).
     fn append(&mut self, piece: &str) -> bool {
-        if self.blocked.is_some() || self.finished {
+        if self.finished || self.stopped {
             return false;
         }
-        self.pushed_chars += char_count(piece);
+        if piece.is_ascii() {
+            self.pushed_chars += piece.len();
+        } else {
+            self.pushed_chars += piece.chars().count();
+            let k = piece.bytes().rposition(|b| !b.is_ascii()).unwrap_or(0);
+            self.last_non_ascii = Some(self.dropped + self.buf.len() + k);
+        }
         self.buf.push_str(piece);
         true
     }
 
+    /// Stops all work, failing closed: the session spent its engine time.
+    fn stop(&mut self) {
+        self.stopped = true;
+        self.blocked.get_or_insert_with(|| Blocked {
+            action: COST_ACTION.to_string(),
+            reason: COST_REASON.to_string(),
+            triggers: Vec::new(),
+        });
+    }
+
     fn finish(&mut self, ev: &Evaluator) -> Released {
-        if self.blocked.is_some() || self.finished {
+        if self.finished || self.stopped {
             self.finished = true;
             return Released::default();
         }
@@ -1067,16 +1563,50 @@ impl Core {
     }
 
     fn step(&mut self, ev: &Evaluator, eoi: bool) -> Released {
+        let mut text = String::new();
+        let redacted = self.step_into(ev, eoi, &mut text);
+        Released { text, redacted }
+    }
+
+    /// [`Self::step`] writing its release at the end of `out` (nothing when
+    /// the session blocks); whether it holds a placeholder.
+    fn step_into(&mut self, ev: &Evaluator, eoi: bool, out: &mut String) -> bool {
         let n = self.buf.len();
-        let mut caches = self.caches.take();
-        let mut live = self.live.take();
-        let out = match (&mut caches, &mut live) {
-            (Some(c), Some(l)) => self.settle_and_release(ev, n, eoi, c, l),
-            _ => Released::default(),
+        let mark = out.len();
+        let was_blocked = self.blocked.is_some();
+        // A parked session gave its search caches back: take a set again.
+        let mut caches = self.caches.take().or_else(|| {
+            Some(Box::new(
+                ev.idle_caches().pop().unwrap_or_else(|| ev.new_caches()),
+            ))
+        });
+        let mut live = self.live.take().or_else(|| {
+            let l = ev
+                .live_caches
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .pop()
+                .unwrap_or_else(|| self.plan.caches());
+            // Another set of caches: the state ids kept per rule are not its.
+            for (r, c) in self.rules.iter_mut().zip(&l.0) {
+                r.starts.clear();
+                r.starts.resize(257, None);
+                r.terminal.clear();
+                r.clears = c.as_ref().map_or(0, LazyCache::clear_count);
+            }
+            Some(Box::new(l))
+        });
+        let redacted = match (&mut caches, &mut live) {
+            (Some(c), Some(l)) => self.settle_and_release(ev, n, eoi, c, l, out),
+            _ => false,
         };
         self.caches = caches;
         self.live = live;
-        out
+        if self.blocked.is_some() && !was_blocked {
+            out.truncate(mark);
+            return false;
+        }
+        redacted
     }
 
     fn settle_and_release(
@@ -1086,7 +1616,8 @@ impl Core {
         eoi: bool,
         caches: &mut Caches,
         live: &mut LiveCaches,
-    ) -> Released {
+        out: &mut String,
+    ) -> bool {
         let from = self.scanned;
         self.scanned = n;
         let count = self.rules.len();
@@ -1126,12 +1657,19 @@ impl Core {
                 st.p = st.p.max(n);
                 continue;
             }
-            min_p = min_p.min(st.p);
             if !eoi && !st.threads.is_empty() {
                 self.drop_terminal(i, live.0[i].as_mut());
             }
             let st = &mut self.rules[i];
             if st.dirty.is_some() || !has_dfa {
+                // The exact search looks from here: only this text needs
+                // the required bytes (not the text a live thread holds
+                // back, which would be scanned again at every push).
+                let from = match st.dirty {
+                    Some((lo, _)) if has_dfa => st.p.max(lo),
+                    _ => st.p,
+                };
+                min_p = min_p.min(from);
                 searching |= rule_bit(i);
                 continue;
             }
@@ -1169,20 +1707,16 @@ impl Core {
         }
         self.busy = still;
         self.threaded = threaded;
-        if fatal && self.opts.block_on_fatal {
+        if fatal && self.opts.block_on_fatal && self.blocked.is_none() {
             self.block_on_fired(ev);
-            return Released::default();
+            return false;
         }
-        let out = self.release(q, n, eoi);
-        if !eoi && self.held_chars() > self.opts.max_holdback_chars {
-            self.blocked = Some(Blocked {
-                action: HOLDBACK_ACTION.to_string(),
-                reason: HOLDBACK_REASON.to_string(),
-                triggers: Vec::new(),
-            });
-            return Released::default();
+        let redacted = self.release(q, n, eoi, out);
+        if !eoi && self.blocked.is_none() && self.held_chars() > self.opts.max_holdback_chars {
+            // The caller drops what this step wrote.
+            self.blocked = Some(Blocked::holdback());
         }
-        out
+        redacted
     }
 
     /// Feeds `buf[from..to]` to rule `i`'s threads, opening one at every
@@ -1337,14 +1871,27 @@ impl Core {
         // The class of the byte before `bytes[k]`, as `lead_holds` sees it.
         let before = from.checked_sub(1).map_or(0, |k| class_of(buf[k]));
         let class_before = |k: usize| k.checked_sub(1).map_or(before, |k| class_of(bytes[k]));
-        let (starts, needs, _) = bytes.iter().fold((0u64, 0u64, before), |(f, r, c), &b| {
-            let k = usize::from(b);
-            (
-                f | plan.first_mask[c][k],
-                r | plan.required_mask[k],
-                class_of(b),
-            )
-        });
+        // Every rule's bit: a long piece stops being looked at once each
+        // rule can start in it and has its required bytes there.
+        let all = if count >= 64 {
+            u64::MAX
+        } else {
+            (1u64 << count) - 1
+        };
+        let (mut starts, mut needs, mut c) = (0u64, 0u64, before);
+        for block in bytes.chunks(256) {
+            (starts, needs, c) = block.iter().fold((starts, needs, c), |(f, r, c), &b| {
+                let k = usize::from(b);
+                (
+                    f | plan.first_mask[c][k],
+                    r | plan.required_mask[k],
+                    class_of(b),
+                )
+            });
+            if starts & needs == all {
+                break;
+            }
+        }
         let active = self.threaded | starts;
         if active == 0 {
             return 0;
@@ -1396,10 +1943,13 @@ impl Core {
                     continue;
                 }
                 // Without the word assertion (a superset, one load fewer a
-                // byte): this pass runs over most of a long piece.
-                for &b in &bytes[at..=k] {
-                    first |= plan.first_mask[2][usize::from(b)];
-                    required |= plan.required_mask[usize::from(b)];
+                // byte): this pass runs over most of a long piece, until
+                // every candidate has both kinds of bytes.
+                if first & required & candidates != candidates {
+                    for &b in &bytes[at..=k] {
+                        first |= plan.first_mask[2][usize::from(b)];
+                        required |= plan.required_mask[usize::from(b)];
+                    }
                 }
                 at = k + 1;
                 may |= first & required & hit;
@@ -1463,7 +2013,11 @@ impl Core {
                 self.settled(i, limit);
                 return fatal;
             };
-            let found = ev.find_first(i, &self.buf[..n], from, caches);
+            // Look-behind sees the character before `from`: four bytes at most.
+            let ascii = self
+                .last_non_ascii
+                .is_none_or(|k| k + 4 < self.dropped + from);
+            let found = ev.find_first(i, &self.buf[..n], from, ascii, caches);
             let Some((s, e)) = found.filter(|&(s, _)| s < limit) else {
                 self.settled(i, limit);
                 return fatal;
@@ -1478,12 +2032,12 @@ impl Core {
             if validate(m.validator, &self.buf[s..e]) {
                 let slot = self.plan.slot[i];
                 let (key, _) = ev.redaction_key(i);
-                self.pending.push(Pending {
-                    start: s,
-                    end: e,
-                    key,
-                    matcher: i,
-                });
+                let at = self.dropped;
+                self.pending.insert((at + s, Reverse(at + e), key, i));
+                let floor = (at + self.head, self.released_chars);
+                let ascii_from = self.last_non_ascii.map_or(0, |k| k + 1);
+                self.spans
+                    .commit(i, (at + s, at + e), (&self.buf, at, ascii_from), floor);
                 self.fired[slot] = true;
                 fatal |= self.plan.slots[slot].severity == Severity::Fatal;
             }
@@ -1595,43 +2149,44 @@ impl Core {
         }
     }
 
-    /// Releases the settled text before `q` (and after the last release).
-    fn release(&mut self, q: usize, n: usize, eoi: bool) -> Released {
+    /// Releases the settled text before `q` (and after the last release),
+    /// writing it at the end of `out`; whether it holds a placeholder.
+    fn release(&mut self, q: usize, n: usize, eoi: bool, out: &mut String) -> bool {
+        // A blocked session, or one whose text the view's side writes,
+        // writes nothing here.
+        let writes = self.tap.is_none() && self.blocked.is_none();
         if self.pending.is_empty() && (self.opts.lookahead_chars == 0 || eoi) {
             // Nothing to redact: the settled text goes out as it is.
             if q <= self.head {
-                return Released::default();
+                return false;
             }
-            let text = if self.tap.is_some() {
-                String::new()
-            } else {
-                self.buf[self.head..q].to_string()
-            };
+            if writes {
+                write_into(out, &self.buf[self.head..q]);
+            }
             self.released_chars += char_count(&self.buf[self.head..q]);
             self.head = q;
             self.compact();
-            return Released {
-                text,
-                redacted: false,
-            };
+            return false;
         }
-        let regions = if self.pending.is_empty() {
-            Vec::new()
-        } else {
-            let mut items: Vec<Item<'_>> = self
-                .pending
-                .iter()
-                .map(|p| {
-                    (
-                        p.start,
-                        p.end,
-                        p.key,
-                        self.plan.placeholders[p.matcher].as_str(),
-                    )
-                })
-                .collect();
-            sweep(&mut items)
-        };
+        if q <= self.head {
+            return false;
+        }
+        // The §6.3 sweep over the matches that start before `q`, in order:
+        // a match starting at `q` or after cannot join a region that ends
+        // by `q`, and one that ends after it stops the release anyway.
+        let at = self.dropped;
+        let plan = Arc::clone(&self.plan);
+        let mut regions: Vec<(usize, usize, &str)> = Vec::new();
+        for &(s, Reverse(e), _, matcher) in self
+            .pending
+            .range(..(at + q, Reverse(usize::MAX), (0, 0), 0))
+        {
+            let (s, e) = (s - at, e - at);
+            match regions.last_mut() {
+                Some(last) if s < last.1 => last.1 = last.1.max(e),
+                _ => regions.push((s, e, plan.placeholders[matcher].as_str())),
+            }
+        }
         // A region that a later match (starting at `q` or after) could still
         // extend is not released, nor anything after it.
         let mut cut = q;
@@ -1645,45 +2200,96 @@ impl Core {
         }
         let regions = &regions[..regions[..closed].iter().take_while(|r| r.1 <= cut).count()];
         if cut <= self.head {
-            return Released::default();
+            return false;
         }
-        let mut text = String::new();
         match self.tap.as_mut() {
+            // A blocked session writes nothing (its releases are dropped).
+            _ if self.blocked.is_some() => {}
             Some(tap) => tap.extend(
                 regions
                     .iter()
                     .map(|&(s, e, p)| (self.dropped + s, self.dropped + e, p.to_string())),
             ),
-            None => write_regions(&mut text, &self.buf, self.head, cut, regions),
+            None => {
+                // One allocation for a new release, of its exact size.
+                let removed: usize = regions.iter().map(|&(s, e, _)| e - s).sum();
+                let added: usize = regions.iter().map(|r| r.2.len()).sum();
+                out.reserve((cut - self.head).saturating_sub(removed) + added);
+                write_regions(out, &self.buf, self.head, cut, regions);
+            }
         }
         let redacted = !regions.is_empty();
         self.released_chars += char_count(&self.buf[self.head..cut]);
-        self.pending.retain(|p| p.start >= cut);
+        // Every match that starts before the cut ends by it.
+        while self.pending.first().is_some_and(|p| p.0 < at + cut) {
+            self.pending.pop_first();
+        }
         self.head = cut;
         self.compact();
-        Released { text, redacted }
+        redacted
     }
 
     /// The Python runtime's cut (`lookahead_chars` = L): just after the last
     /// whitespace character followed by at least L − 1 code points, outside
     /// every region and no later than `cut`; nothing when there is none.
-    fn whitespace_cut(&self, cut: usize, n: usize, regions: &[(usize, usize, &str)]) -> usize {
-        let mut limit = n;
-        let mut tail = self.buf[self.head..n].char_indices().rev();
-        for _ in 1..self.opts.lookahead_chars {
-            match tail.next() {
-                Some((idx, _)) => limit = self.head + idx,
-                None => return self.head,
+    ///
+    /// Incremental: where the last L − 1 code points begin and the last
+    /// such whitespace found so far are kept across pushes, so a long run
+    /// without whitespace is scanned once, not once a push.
+    fn whitespace_cut(&mut self, cut: usize, n: usize, regions: &[(usize, usize, &str)]) -> usize {
+        let at = self.dropped;
+        let (head, end_abs) = (at + self.head, at + n);
+        let ws = &mut self.ws;
+        // The absolute code-point index where the last L − 1 begin.
+        let Some(target) = self
+            .pushed_chars
+            .checked_sub(self.opts.lookahead_chars - 1)
+            .filter(|&t| t > self.released_chars)
+        else {
+            return self.head;
+        };
+        if ws.limit < head {
+            ws.limit = head;
+            ws.limit_chars = self.released_chars;
+        }
+        while ws.limit_chars < target && ws.limit < end_abs {
+            ws.limit = at + next_char(&self.buf, ws.limit - at);
+            ws.limit_chars += 1;
+        }
+        let end = cut.min(ws.limit - at);
+        if ws.upto < head {
+            ws.upto = head;
+            ws.last = None;
+        }
+        if ws.last.is_some_and(|w| w <= head) {
+            ws.last = None;
+        }
+        if at + end < ws.upto {
+            // The end moved back (a region now stops the cut earlier): look
+            // back from it, as the whole-text rule does.
+            for (idx, c) in self.buf[self.head..end].char_indices().rev() {
+                let w = self.head + idx;
+                if c.is_whitespace() && !regions.iter().any(|r| r.0 <= w && w < r.1) {
+                    return w + c.len_utf8();
+                }
+            }
+            return self.head;
+        }
+        let mut k = 0;
+        for (idx, c) in self.buf[ws.upto - at..end].char_indices() {
+            if !c.is_whitespace() {
+                continue;
+            }
+            let w = ws.upto - at + idx;
+            while regions.get(k).is_some_and(|r| r.1 <= w) {
+                k += 1;
+            }
+            if regions.get(k).is_none_or(|r| w < r.0) {
+                ws.last = Some(at + w + c.len_utf8());
             }
         }
-        let end = cut.min(limit);
-        for (idx, c) in self.buf[self.head..end].char_indices().rev() {
-            let w = self.head + idx;
-            if c.is_whitespace() && !regions.iter().any(|r| r.0 <= w && w < r.1) {
-                return w + c.len_utf8();
-            }
-        }
-        self.head
+        ws.upto = at + end;
+        ws.last.map_or(self.head, |w| w - at)
     }
 
     /// Drops released bytes once they are most of the buffer, keeping the
@@ -1712,10 +2318,154 @@ impl Core {
                 .dirty
                 .map(|(lo, hi)| (lo.max(shift) - shift, hi.max(shift) - shift));
         }
-        for p in &mut self.pending {
-            p.start -= shift;
-            p.end -= shift;
+    }
+}
+
+/// One committed match for the decision: its span in the text the rules
+/// ran on (bytes; the view with normalization), which orders a hard rule's
+/// spans as the whole-text evaluation orders them, and its span in code
+/// points of the original text.
+type MatchSpan = (usize, usize, usize, usize);
+
+/// The matches a session committed, per matcher, in code points: what its
+/// decision's triggers are made of. Each matcher keeps the byte offset and
+/// code point of its last match, and counts only the text between two of
+/// its matches: the total work is linear in the text for each matcher
+/// that matches at all (nothing on ASCII text, whose bytes are its code
+/// points).
+struct SpanLog {
+    spans: Vec<Vec<MatchSpan>>,
+    /// Per matcher: absolute byte offset and code point of its last start.
+    cursor: Vec<(usize, usize)>,
+    /// With normalization: committed spans of the view (matcher, start,
+    /// end), waiting for [`NormStream`] to map them to the original text.
+    unmapped: Option<Vec<(usize, usize, usize)>>,
+}
+
+impl SpanLog {
+    fn new(matchers: usize, mapped: bool) -> Self {
+        Self {
+            spans: vec![Vec::new(); matchers],
+            cursor: vec![(0, 0); matchers],
+            unmapped: mapped.then(Vec::new),
         }
+    }
+
+    /// Records matcher `i`'s match `view` (absolute bytes of the core's
+    /// text, `buf` holding it from `base`, ASCII from `ascii_from` on);
+    /// `floor` is the release point and its code point (no match starts
+    /// before it).
+    fn commit(
+        &mut self,
+        i: usize,
+        view: (usize, usize),
+        (buf, base, ascii_from): (&str, usize, usize),
+        floor: (usize, usize),
+    ) {
+        match self.unmapped.as_mut() {
+            Some(u) => u.push((i, view.0, view.1)),
+            None => self.record(i, view, view, (buf, base, ascii_from), floor),
+        }
+    }
+
+    /// Maps the view spans committed since the last call through `map`
+    /// and records them, `orig` holding the original text from `base`.
+    fn map_unmapped(&mut self, map: &ViewMap, orig: &str, base: usize, floor: (usize, usize)) {
+        let Some(mut u) = self.unmapped.take() else {
+            return;
+        };
+        for &(i, s, e) in &u {
+            self.record(i, (s, e), map.span(s, e), (orig, base, usize::MAX), floor);
+        }
+        u.clear();
+        self.unmapped = Some(u);
+    }
+
+    /// Records matcher `i`'s match: `view` in the text the rules ran on,
+    /// `orig` in the original text (absolute bytes; `text` holds it from
+    /// `base`, at least from `floor`, the release point and its code point,
+    /// and is ASCII from `ascii_from` on: there bytes are code points).
+    fn record(
+        &mut self,
+        i: usize,
+        view: (usize, usize),
+        orig: (usize, usize),
+        (text, base, ascii_from): (&str, usize, usize),
+        floor: (usize, usize),
+    ) {
+        let (Some(cursor), Some(spans)) = (self.cursor.get_mut(i), self.spans.get_mut(i)) else {
+            return;
+        };
+        // A matcher's starts only move forward (its matches do not overlap,
+        // and the view's map keeps their order); text before the release
+        // point may be gone, but no match starts there.
+        if cursor.0 < floor.0 || cursor.0 > orig.0 {
+            *cursor = floor;
+        }
+        let count = |a: usize, b: usize| {
+            if a >= ascii_from {
+                return b.saturating_sub(a);
+            }
+            text.get(a.saturating_sub(base)..b.saturating_sub(base))
+                .map_or(0, char_count)
+        };
+        let start = cursor.1 + count(cursor.0, orig.0);
+        let end = start + count(orig.0, orig.1);
+        *cursor = (orig.0, start);
+        spans.push((view.0, view.1, start, end));
+    }
+
+    /// The triggers of the committed matches, as [`Evaluator::evaluate`]
+    /// lists them: custom rules in file order, then the hard rules, each
+    /// with its spans sorted by start then end.
+    fn triggers<'e>(&self, ev: &'e Evaluator) -> Vec<Trigger<'e>> {
+        let cps = |m: &[MatchSpan]| m.iter().map(|&(_, _, s, e)| [s, e]).collect::<Vec<_>>();
+        let mut triggers = Vec::new();
+        for (info, spans) in ev.rules.iter().zip(&self.spans) {
+            if spans.is_empty() {
+                continue;
+            }
+            triggers.push(Trigger {
+                rule_id: &info.id,
+                source: Source::Rule,
+                severity: info.severity,
+                action: &info.action,
+                codons: None,
+                match_count: spans.len(),
+                spans: cps(spans),
+            });
+        }
+        let base = ev.rules.len();
+        for hr in &HARD_RULES {
+            let mut spans: Vec<MatchSpan> = Vec::new();
+            let mut codes = Vec::new();
+            for &c in hr.codons {
+                let Some(m) = self.spans.get(base + c).filter(|m| !m.is_empty()) else {
+                    continue;
+                };
+                codes.push(CODONS[c].code);
+                spans.extend_from_slice(m);
+            }
+            if spans.is_empty() {
+                continue;
+            }
+            // The whole-text evaluation sorts the view's spans, then maps them.
+            spans.sort_unstable();
+            triggers.push(Trigger {
+                rule_id: hr.id,
+                source: Source::Builtin,
+                severity: if hr.fatal {
+                    Severity::Fatal
+                } else {
+                    Severity::Warning
+                },
+                action: hr.action,
+                codons: Some(codes),
+                match_count: spans.len(),
+                spans: cps(&spans),
+            });
+        }
+        triggers
     }
 }
 

@@ -12,6 +12,8 @@ use std::path::{Path, PathBuf};
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
 /// Prefix of the environment variable of every key.
 pub const ENV_PREFIX: &str = "HELIXOR_";
+/// Default `stream.write_timeout_ms`.
+pub const DEFAULT_STREAM_WRITE_TIMEOUT_MS: u64 = 10_000;
 
 /// The kind of value a key holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,6 +47,7 @@ const KEYS: &[(&str, Kind)] = &[
     ("reload.rescan_interval_s", Kind::Uint),
     ("limits.max_body_bytes", Kind::Uint),
     ("limits.max_batch_items", Kind::Uint),
+    ("limits.max_texts", Kind::Uint),
     ("limits.request_timeout_ms", Kind::Uint),
     ("limits.max_concurrency", Kind::Uint),
     ("limits.header_read_timeout_ms", Kind::Uint),
@@ -58,6 +61,8 @@ const KEYS: &[(&str, Kind)] = &[
     ("log.format", Kind::Str),
     ("log.level", Kind::Str),
     ("stream.max_holdback_chars", Kind::Uint),
+    ("stream.max_session_ms", Kind::Uint),
+    ("stream.write_timeout_ms", Kind::Uint),
     ("ext_proc.listen", Kind::Str),
     ("ext_proc.max_concurrency", Kind::Uint),
     ("ext_proc.max_streams_per_connection", Kind::Uint),
@@ -115,6 +120,8 @@ pub struct Limits {
     pub max_body_bytes: usize,
     /// Most items in one batch.
     pub max_batch_items: usize,
+    /// Most strings judged in one gateway body or LiteLLM call (SPEC §12.4).
+    pub max_texts: usize,
     /// Time a request may take, in ms.
     pub request_timeout_ms: u64,
     /// Requests served at once.
@@ -186,6 +193,12 @@ pub struct Config {
     /// Stream sessions (SPEC §11.1): most code points a session may hold
     /// back before it blocks (fail closed).
     pub max_holdback_chars: usize,
+    /// Engine time one stream session may spend, in ms, before it fails
+    /// closed (`stream.max_session_ms`).
+    pub max_session_ms: u64,
+    /// Time a stream's client may read nothing before it loses its stream,
+    /// in ms (`stream.write_timeout_ms`).
+    pub stream_write_timeout_ms: u64,
     /// Where Envoy's external processing gRPC service listens (SPEC §12.3;
     /// `ext_proc.listen`); `None`: off.
     pub ext_proc_listen: Option<SocketAddr>,
@@ -212,6 +225,7 @@ impl Config {
             limits: Limits {
                 max_body_bytes: 1024 * 1024,
                 max_batch_items: 256,
+                max_texts: 10_000,
                 request_timeout_ms: 5000,
                 max_concurrency: 1024,
                 header_read_timeout_ms: 5000,
@@ -230,6 +244,8 @@ impl Config {
                 level: "info".into(),
             },
             max_holdback_chars: crate::engine::DEFAULT_MAX_HOLDBACK_CHARS,
+            max_session_ms: crate::engine::DEFAULT_MAX_SESSION_MS,
+            stream_write_timeout_ms: DEFAULT_STREAM_WRITE_TIMEOUT_MS,
             ext_proc_listen: None,
             ext_proc: ExtProcConfig {
                 max_concurrency: 512,
@@ -519,6 +535,9 @@ fn build(m: &BTreeMap<&'static str, Raw>) -> Result<Config, Error> {
     if let Some(n) = uint("limits.max_batch_items", 1)? {
         c.limits.max_batch_items = usize_of("limits.max_batch_items", n)?;
     }
+    if let Some(n) = uint("limits.max_texts", 1)? {
+        c.limits.max_texts = usize_of("limits.max_texts", n)?;
+    }
     if let Some(n) = uint("limits.request_timeout_ms", 1)? {
         c.limits.request_timeout_ms = n;
     }
@@ -582,6 +601,12 @@ fn build(m: &BTreeMap<&'static str, Raw>) -> Result<Config, Error> {
     }
     if let Some(n) = uint("stream.max_holdback_chars", 1)? {
         c.max_holdback_chars = usize_of("stream.max_holdback_chars", n)?;
+    }
+    if let Some(n) = uint("stream.max_session_ms", 1)? {
+        c.max_session_ms = n;
+    }
+    if let Some(n) = uint("stream.write_timeout_ms", 1)? {
+        c.stream_write_timeout_ms = n;
     }
     if let Some(n) = string("engine.normalize") {
         c.normalize = n.parse().map_err(|_| {
@@ -799,6 +824,46 @@ mod tests {
                 idle_stream_timeout_ms: 81,
             }
         );
+    }
+
+    #[test]
+    fn stream_limits_come_from_the_file_and_the_environment_and_are_checked() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = load(&opts(write(dir.path(), "packs_dir: p\n")), &no_env).unwrap();
+        assert_eq!(
+            (c.max_session_ms, c.stream_write_timeout_ms),
+            (5000, 10_000)
+        );
+        let f = write(
+            dir.path(),
+            "packs_dir: p\nstream:\n  max_session_ms: 250\n  write_timeout_ms: 1500\n",
+        );
+        let c = load(&opts(f.clone()), &no_env).unwrap();
+        assert_eq!((c.max_session_ms, c.stream_write_timeout_ms), (250, 1500));
+        let env = |k: &str| match k {
+            "HELIXOR_STREAM_MAX_SESSION_MS" => Some("40".to_string()),
+            "HELIXOR_STREAM_WRITE_TIMEOUT_MS" => Some("900".to_string()),
+            _ => None,
+        };
+        let c = load(&opts(f), &env).unwrap();
+        assert_eq!((c.max_session_ms, c.stream_write_timeout_ms), (40, 900));
+        for (text, message) in [
+            (
+                "packs_dir: p\nstream:\n  max_session_ms: 0\n",
+                "key `stream.max_session_ms` must be at least 1, not 0",
+            ),
+            (
+                "packs_dir: p\nstream:\n  write_timeout_ms: 0\n",
+                "key `stream.write_timeout_ms` must be at least 1, not 0",
+            ),
+            (
+                "packs_dir: p\nstream:\n  max_session_ms: soon\n",
+                "key `stream.max_session_ms` must be a non-negative integer, not a string",
+            ),
+        ] {
+            let e = load(&opts(write(dir.path(), text)), &no_env).unwrap_err();
+            assert!(e.to_string().contains(message), "{text}: {e}");
+        }
     }
 
     #[test]

@@ -303,6 +303,18 @@ impl AsyncWrite for Watched {
     }
 }
 
+/// In a request's extensions: closes the request's connection at once (a
+/// stream whose reader stopped reading loses its stream, SPEC §9.1).
+#[derive(Debug, Clone)]
+pub struct CloseConnection(Arc<tokio::sync::Notify>);
+
+impl CloseConnection {
+    /// Closes the connection: its task drops it, which closes the socket.
+    pub fn close(&self) {
+        self.0.notify_one();
+    }
+}
+
 /// Ends a request when its response body is dropped (sent whole, or the
 /// connection went away).
 struct Ended(Arc<Clock>);
@@ -440,9 +452,12 @@ pub async fn serve(
         });
         let service_clock = Arc::clone(&clock);
         let app = app.clone();
+        let close = Arc::new(tokio::sync::Notify::new());
+        let closer = CloseConnection(Arc::clone(&close));
         let service =
-            hyper::service::service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
+            hyper::service::service_fn(move |mut req: hyper::Request<hyper::body::Incoming>| {
                 service_clock.request_started();
+                req.extensions_mut().insert(closer.clone());
                 let ended = Ended(Arc::clone(&service_clock));
                 let app = app.clone();
                 async move {
@@ -471,6 +486,8 @@ pub async fn serve(
                     // Dropping the connection closes its socket: nothing is
                     // in flight on it, or its answer is stuck on the client.
                     () = watchdog(Arc::clone(&clock), limits) => break,
+                    // A request gave up on its reader.
+                    () = close.notified() => break,
                     () = clock.evict.notified(), if !finishing => {
                         if clock.busy.load(Ordering::Acquire) == 0 {
                             break;

@@ -1,9 +1,19 @@
-//! `POST /beta/litellm_basic_guardrail_api` (SPEC §12.1): LiteLLM's generic
-//! guardrail API as LiteLLM 1.108.7 calls it. Judges every entry of `texts`
-//! with one generation and answers `BLOCKED`, `GUARDRAIL_INTERVENED` or
-//! `NONE`; for replies it adds `stream_holdback_chars` from §11's release
-//! rule, so that a streamed reply never shows a fragment of a redacted value.
-//! Never puts any part of a payload in a `blocked_reason`, a log or a metric.
+//! `POST /beta/litellm_basic_guardrail_api` (SPEC §12.1, §12.4): LiteLLM's
+//! generic guardrail API as LiteLLM 1.108.7 calls it. Judges, with one
+//! generation, every string of what LiteLLM forwards to the model: `texts`,
+//! `structured_messages` (the chat rows: tool results, tool call arguments,
+//! message names, system prompts), `tools` (descriptions, schemas) and
+//! `tool_calls`; the call's own metadata (`request_data`, `request_headers`,
+//! `model`, ids) is LiteLLM's, not the model's, and is not judged. Answers
+//! `BLOCKED`, `GUARDRAIL_INTERVENED` (with the redacted `texts`, and the
+//! redacted `structured_messages` and `tools` where they changed) or `NONE`;
+//! for replies it adds `stream_holdback_chars` from §11's release rule, so
+//! that a streamed reply never shows a fragment of a redacted value.
+//! LiteLLM 1.108.7 takes no tool calls back from a guardrail, so a tool
+//! call that would need redacting where no `structured_messages` row can
+//! carry it (every reply, and requests without rows) is `BLOCKED`: fail
+//! closed. Never puts any part of a payload in a `blocked_reason`, a log or
+//! a metric.
 //!
 //! LiteLLM's `incremental_diff` streaming sends the whole raw reply so far on
 //! every sampled chunk, then the same text once more at the end, with nothing
@@ -15,23 +25,28 @@
 //! decision of the text so far is `BLOCKED` at once: waiting for it to be
 //! final is not possible when the last call cannot be recognised.
 
+use super::gateway::{body_error, Judge, Need, PackHeader};
 use super::generation::Generation;
+use super::metrics::Metrics;
 use super::routes::{
-    choose, json_response, noted, off_workers, serving, ApiError, AppStateRef, JsonBody,
+    choose, json_response, noted, off_workers, serving, ApiError, AppStateRef, JsonBytes,
 };
 use super::AppState;
-use crate::engine::{Decision, Evaluator, Severity, StreamOptions};
-use crate::request::{as_object, type_name};
+use crate::engine::{Decision, Evaluator, StreamOptions};
+use crate::json_text::{self, Body};
+use crate::request::{as_object, parse_strict, type_name};
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::response::Response;
 use serde::Serialize;
 use serde_json::Value;
 
 /// The route, as LiteLLM appends it to the guardrail's `api_base`.
 pub const LITELLM_ROUTE: &str = "/beta/litellm_basic_guardrail_api";
-/// The request header that names a pack on the gateway routes (SPEC §12).
-pub const PACK_HEADER: &str = "x-helixor-pack";
+
+/// The fields of a call that LiteLLM forwards to the model: every string in
+/// them is judged (SPEC §12.4).
+const JUDGED_FIELDS: [&str; 4] = ["texts", "structured_messages", "tools", "tool_calls"];
 
 /// `input_type` of a call: a prompt (pre_call, during_call) or a reply (post_call).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,6 +61,9 @@ struct Call {
     input_type: InputType,
     texts: Vec<String>,
     pack_id: Option<String>,
+    /// Whether the call carries `structured_messages` rows (a redacted row
+    /// goes back through them).
+    has_rows: bool,
 }
 
 fn parse_call(body: &Value) -> Result<Call, String> {
@@ -103,37 +121,16 @@ fn parse_call(body: &Value) -> Result<Call, String> {
             ))
         }
     };
+    let has_rows = obj
+        .get("structured_messages")
+        .and_then(Value::as_array)
+        .is_some_and(|rows| !rows.is_empty());
     Ok(Call {
         input_type,
         texts,
         pack_id,
+        has_rows,
     })
-}
-
-/// The pack named by the `x-helixor-pack` header, if any (SPEC §12).
-pub(super) fn pack_header(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
-    match headers.get(PACK_HEADER) {
-        None => Ok(None),
-        Some(v) => v
-            .to_str()
-            .map(|s| Some(s.trim().to_string()))
-            .map_err(|_| ApiError::bad_request(format!("the {PACK_HEADER} header is not text"))),
-    }
-}
-
-/// The `x-helixor-pack` header as an extractor: a header that is not text
-/// is a 400 before the body is read.
-pub(super) struct PackHeader(pub Option<String>);
-
-impl<S: Send + Sync> axum::extract::FromRequestParts<S> for PackHeader {
-    type Rejection = ApiError;
-
-    async fn from_request_parts(
-        parts: &mut axum::http::request::Parts,
-        _state: &S,
-    ) -> Result<Self, ApiError> {
-        pack_header(&parts.headers).map(PackHeader)
-    }
 }
 
 /// The answer LiteLLM reads (`GenericGuardrailAPIResponse`).
@@ -146,6 +143,10 @@ struct Answer {
     texts: Option<Vec<String>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     stream_holdback_chars: Option<Vec<usize>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    structured_messages: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tools: Option<Value>,
 }
 
 /// The `action` values of LiteLLM's generic guardrail API.
@@ -154,25 +155,6 @@ pub const BLOCKED: &str = "BLOCKED";
 pub const INTERVENED: &str = "GUARDRAIL_INTERVENED";
 /// Nothing to change.
 pub const NONE: &str = "NONE";
-
-/// `<reason> (<rule ids>)` of the first FATAL decision, with the ids of every
-/// FATAL trigger of the call, each once, in order: no part of the payload.
-fn blocked_reason(decisions: &[Decision<'_>]) -> Option<String> {
-    let first = decisions
-        .iter()
-        .find(|d| d.severity == Some(Severity::Fatal))?;
-    let mut ids: Vec<&str> = Vec::new();
-    for t in decisions.iter().flat_map(|d| &d.triggers) {
-        if t.severity == Severity::Fatal && !ids.contains(&t.rule_id) {
-            ids.push(t.rule_id);
-        }
-    }
-    Some(format!(
-        "{} ({})",
-        first.reason.unwrap_or(first.action),
-        ids.join(", ")
-    ))
-}
 
 /// Code points at the end of `clean` (= W(T)) that a continuation of `text`
 /// could still change: what a §11 session holds back after one push of `text`.
@@ -196,37 +178,113 @@ fn holdback(ev: &Evaluator, text: &str, clean: &str, opts: StreamOptions) -> Res
         .count())
 }
 
-/// Judges a call with one pack: the answer and every text's decision.
-fn judge<'e>(ev: &'e Evaluator, call: &Call, opts: StreamOptions) -> (Answer, Vec<Decision<'e>>) {
-    let decisions: Vec<Decision<'e>> = call
-        .texts
-        .iter()
-        .map(|t| ev.evaluate_with(t, opts.normalize))
-        .collect();
-    if let Some(reason) = blocked_reason(&decisions) {
-        return (blocked(reason), decisions);
+/// `<reason> (<rule ids>)`: no part of the payload.
+fn reason_with_ids(d: &Decision<'_>, ids: &[&str]) -> String {
+    format!("{} ({})", d.reason.unwrap_or(d.action), ids.join(", "))
+}
+
+/// Judges a call (`body`, read as `call`) with one pack: the answer and the
+/// decision that speaks for it. Every string of the judged fields is
+/// evaluated, so that a block names every FATAL rule of the call.
+fn judge<'e>(
+    ev: &'e Evaluator,
+    metrics: Option<&Metrics>,
+    body: &[u8],
+    call: &Call,
+    opts: StreamOptions,
+    max_texts: usize,
+) -> Result<(Answer, Option<Decision<'e>>), ApiError> {
+    let strings = match json_text::read_where(body, max_texts, |root| {
+        root.is_some_and(|k| JUDGED_FIELDS.contains(&k))
+    })
+    .map_err(|e| body_error(&e))?
+    {
+        Body::Json(strings) => strings,
+        // parse_call read it as an object.
+        Body::Text(_) => Vec::new(),
+    };
+    let mut judge = Judge::new(ev, opts.normalize, metrics);
+    let mut texts = call.texts.clone();
+    let mut text_at = 0;
+    let mut edits = Vec::new();
+    let mut redacted_tool_call = false;
+    let mut rows_or_tools: [bool; 2] = [false; 2];
+    for s in &strings {
+        let root = s.root_key.as_deref().unwrap_or_default();
+        let need = judge.judge(&s.text);
+        let in_texts = root == "texts" && s.depth == 2;
+        if let Need::Redact(clean) = need {
+            match root {
+                "texts" => {
+                    if let Some(t) = texts.get_mut(text_at).filter(|_| in_texts) {
+                        *t = clean;
+                    }
+                }
+                "tool_calls" => redacted_tool_call = true,
+                _ => {
+                    rows_or_tools[usize::from(root == "tools")] = true;
+                    edits.push((s.span.clone(), clean));
+                }
+            }
+        }
+        text_at += usize::from(in_texts);
+    }
+    if let Some(first) = judge.deciding().filter(|_| !judge.fatal_ids().is_empty()) {
+        let reason = reason_with_ids(first, judge.fatal_ids());
+        return Ok((blocked(reason), judge.into_deciding()));
+    }
+    // A redacted tool call reaches the model only through its row.
+    if redacted_tool_call && (call.input_type == InputType::Response || !call.has_rows) {
+        let reason = judge.deciding().map_or_else(String::new, |d| {
+            let ids: Vec<&str> = d.triggers.iter().map(|t| t.rule_id).collect();
+            format!(
+                "{}: a tool call would need redacting and LiteLLM cannot take one back",
+                reason_with_ids(d, &ids)
+            )
+        });
+        return Ok((blocked(reason), judge.into_deciding()));
     }
     let mut holdbacks = Vec::new();
     if call.input_type == InputType::Response {
-        for (text, d) in call.texts.iter().zip(&decisions) {
-            match holdback(ev, text, &d.clean_text, opts) {
+        for (text, clean) in call.texts.iter().zip(&texts) {
+            match holdback(ev, text, clean, opts) {
                 Ok(h) => holdbacks.push(h),
-                Err(reason) => return (blocked(reason), decisions),
+                Err(reason) => return Ok((blocked(reason), judge.into_deciding())),
             }
         }
     }
-    let changed = call
-        .texts
-        .iter()
-        .zip(&decisions)
-        .any(|(t, d)| *t != d.clean_text);
+    let (mut structured_messages, mut tools) = (None, None);
+    if !edits.is_empty() {
+        let rewritten = json_text::rewrite(
+            body,
+            edits
+                .iter()
+                .map(|(span, clean)| (span.clone(), clean.as_str())),
+        );
+        let mut obj = match parse_strict(&rewritten) {
+            Ok(Value::Object(obj)) => obj,
+            _ => {
+                return Err(ApiError::internal(
+                    "internal error (a bug): the redacted call does not read back",
+                ))
+            }
+        };
+        structured_messages = obj
+            .remove("structured_messages")
+            .filter(|_| rows_or_tools[0]);
+        tools = obj.remove("tools").filter(|_| rows_or_tools[1]);
+    }
+    let texts_changed = call.texts != texts;
+    let changed = texts_changed || !edits.is_empty() || redacted_tool_call;
     let answer = Answer {
         action: if changed { INTERVENED } else { NONE },
         blocked_reason: None,
-        texts: changed.then(|| decisions.iter().map(|d| d.clean_text.clone()).collect()),
+        texts: texts_changed.then_some(texts),
         stream_holdback_chars: (call.input_type == InputType::Response).then_some(holdbacks),
+        structured_messages,
+        tools,
     };
-    (answer, decisions)
+    Ok((answer, judge.into_deciding()))
 }
 
 fn blocked(reason: String) -> Answer {
@@ -235,6 +293,8 @@ fn blocked(reason: String) -> Answer {
         blocked_reason: Some(reason),
         texts: None,
         stream_holdback_chars: None,
+        structured_messages: None,
+        tools: None,
     }
 }
 
@@ -242,16 +302,26 @@ fn blocked(reason: String) -> Answer {
 pub(super) async fn guardrail(
     State(state): State<AppStateRef>,
     PackHeader(header_pack): PackHeader,
-    JsonBody(body): JsonBody,
+    JsonBytes(body): JsonBytes,
 ) -> Result<Response, ApiError> {
-    let mut call = parse_call(&body).map_err(ApiError::bad_request)?;
+    let parsed = parse_strict(&body)
+        .map_err(|e| ApiError::bad_request(format!("the body is not valid JSON: {e}")))?;
+    let mut call = parse_call(&parsed).map_err(ApiError::bad_request)?;
+    drop(parsed);
     call.pack_id = call.pack_id.or(header_pack);
     let generation = serving(&state)?;
-    let bytes: usize = call.texts.iter().map(String::len).sum();
-    off_workers(bytes, move || respond(&state, &generation, &call)).await
+    off_workers(body.len(), move || {
+        respond(&state, &generation, &call, &body)
+    })
+    .await
 }
 
-fn respond(state: &AppState, generation: &Generation, call: &Call) -> Result<Response, ApiError> {
+fn respond(
+    state: &AppState,
+    generation: &Generation,
+    call: &Call,
+    body: &[u8],
+) -> Result<Response, ApiError> {
     let pack = choose(
         generation,
         call.pack_id.as_deref(),
@@ -262,13 +332,17 @@ fn respond(state: &AppState, generation: &Generation, call: &Call) -> Result<Res
         normalize: state.config.normalize,
         ..StreamOptions::default()
     };
-    let (answer, decisions) = judge(&pack.evaluator, call, opts);
-    for d in &decisions {
-        state.metrics.observe_decision(d);
-    }
+    let (answer, deciding) = judge(
+        &pack.evaluator,
+        Some(&state.metrics),
+        body,
+        call,
+        opts,
+        state.config.limits.max_texts,
+    )?;
     state.metrics.observe_gateway(LITELLM_ROUTE, answer.action);
     let resp = json_response(StatusCode::OK, &answer);
-    Ok(match super::envoy::deciding(&decisions) {
+    Ok(match &deciding {
         Some(d) => noted(resp, d),
         None => resp,
     })

@@ -13,7 +13,8 @@
 //! - `litellm`: LiteLLM's generic guardrail API (SPEC §12.1);
 //! - `envoy`: Envoy's external authorization, HTTP service mode (SPEC §12.2);
 //! - [`ext_proc`]: Envoy's external processing over gRPC (SPEC §12.3);
-//! - `llm_body`: where the texts are in LLM request and reply bodies;
+//! - `gateway`: what the gateway routes share: judging every string of a
+//!   body (SPEC §12.4), the deciding decision, the refusal body;
 //! - [`listener`]: the accept loop: connection cap, header-read and idle timeouts;
 //! - [`healthcheck`]: the `helixor-pack healthcheck` probe client.
 
@@ -21,11 +22,11 @@ pub mod auth;
 pub mod config;
 mod envoy;
 pub mod ext_proc;
+mod gateway;
 pub mod generation;
 pub mod healthcheck;
 pub mod listener;
 mod litellm;
-mod llm_body;
 pub mod metrics;
 pub mod reload;
 pub mod routes;
@@ -73,6 +74,8 @@ pub struct AppState {
     pub(crate) reload_busy: Arc<AtomicBool>,
     /// Memory for large request bodies, in KiB ([`body_budget_kib`]).
     pub(crate) body_budget: Arc<tokio::sync::Semaphore>,
+    /// The streams in flight and their memory (`POST /v1/evaluate/stream`).
+    pub(crate) streams: stream::Streams,
 }
 
 /// Large request bodies held in memory at once, at the largest allowed size
@@ -110,6 +113,7 @@ impl AppState {
             draining: AtomicBool::new(false),
             reload_busy: Arc::new(AtomicBool::new(false)),
             body_budget: Arc::new(tokio::sync::Semaphore::new(body_budget_kib(max_body_bytes))),
+            streams: stream::Streams::default(),
         });
         if let Some(g) = generation {
             state.install(g);

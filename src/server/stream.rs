@@ -1,29 +1,85 @@
 //! `POST /v1/evaluate/stream` (SPEC §11.2): cuts the request's text into
-//! pieces, runs them through one stream session of one generation on a
-//! blocking thread, and sends its releases as server-sent events. Errors
-//! found before the stream starts are the usual JSON errors; an event never
-//! holds text the session did not release.
+//! pieces, runs them through one stream session of one generation, and
+//! sends its releases as server-sent events. Errors found before the stream
+//! starts are the usual JSON errors; an event never holds text the session
+//! did not release.
+//!
+//! The session runs on a blocking thread, holding the request's
+//! concurrency slot: it pushes the pieces in batches and hands their
+//! events, in chunks, to a channel of four that the response body drains
+//! as the connection writes. When the channel stays full for a moment (the
+//! reader is behind), the session stops: it gives its caches and its slot
+//! back and waits, off every thread, for the reader to take half the
+//! channel; it resumes with a slot taken again. So a reader that does not
+//! read costs no slot, no thread and no growing buffer: a few chunks, the
+//! rest of its text and the session's own state. Such a reader loses its
+//! stream (and its connection) after `stream.write_timeout_ms` without
+//! taking a chunk, and the streams in flight hold [`STREAM_BODIES`] request
+//! bodies' worth of memory at most: a new stream makes room by cutting the
+//! ones that have waited longest for their readers, or gets a 503 when the
+//! streams at work leave none. The slot is free as soon as the session
+//! ends (its last events wait for the reader without it), and
+//! `max_session_ms` bounds the CPU time of the session itself. The last
+//! event is the session's own decision, with its engine time as
+//! `latency_us`.
 
-use super::generation::Generation;
-use super::routes::{choose, serving, ApiError, AppStateRef, EvaluateBody};
+use super::listener::CloseConnection;
+use super::routes::{choose, serving, ApiError, AppStateRef, EvaluateBody, Slot};
 use super::AppState;
-use crate::engine::{Normalize, Severity, StreamOptions};
-use crate::pack::LoadedPack;
+use crate::engine::{Decision, Normalize, OwnedStreamSession, Releases, Severity, StreamOptions};
 use crate::request::type_name;
 use axum::body::{Body, Bytes};
-use axum::extract::State;
+use axum::extract::{Extension, State};
 use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE};
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use serde_json::{Map, Value};
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+use tokio::runtime::Handle;
+use tokio::sync::mpsc::error::TrySendError;
+use tokio::sync::{mpsc, Notify, OwnedSemaphorePermit};
+use tokio::time::Instant;
 
 /// Default piece size, in code points.
 pub const DEFAULT_CHUNK_SIZE: usize = 16;
-/// Events buffered between the session's thread and the connection.
-const EVENT_BUFFER: usize = 32;
+/// Chunks of events buffered between the session and the connection:
+/// what a reader that does not read makes the server hold, beyond its text.
+const EVENT_BUFFER: usize = 4;
+/// Events go to the connection in chunks of about this many bytes (or one
+/// larger event): one wake-up of the connection's task for dozens of
+/// events, where one each cost the server more in task switches than its
+/// sessions spent (512 KiB in pieces of 16 code points: 32k events).
+const CHUNK_BYTES: usize = 16 * 1024;
+/// Room a waiting stream waits for in the channel before it goes on (so
+/// that a slow reader does not wake it for each chunk).
+const ROOM: usize = EVENT_BUFFER / 2;
+/// How long a stream whose reader is behind waits with its slot and caches
+/// before it parks: a reader that keeps up makes room in far less.
+const KEEP_UP: Duration = Duration::from_millis(10);
+/// Pieces pushed at once ([`OwnedStreamSession::push_many`]: one
+/// engine-time measurement for them all), and at most this much text. The
+/// events are built after the batch, so the engine's caches stay warm
+/// through it (512 KiB in pieces of 16 code points, with events sent one by
+/// one: 14.6 ms of engine time in batches of 32, 7.9 ms in batches of 256).
+/// Their events wait in the job until the channel takes them.
+const BATCH: usize = 256;
+const BATCH_BYTES: usize = 4096;
+/// The streams in flight hold at most this many `limits.max_body_bytes` in
+/// all (texts still to push, held text, sessions, events): a new stream
+/// cuts those that wait longest for their readers to make room, and gets a
+/// 503 when the streams at work leave none.
+pub const STREAM_BODIES: usize = 32;
+/// What the HTTP/1 connection buffers of a response its socket does not
+/// take (hyper's default `max_buf_size`, 8 KiB + 400 KiB): counted for a
+/// stream whose reader is behind, as its memory is the stream's.
+const WRITE_BUFFER: usize = 8192 + 4096 * 100;
+/// What a waiting session holds besides its text and events: its
+/// liveness caches and state (measured: 11–64 KiB for the example pack).
+const SESSION_BYTES: usize = 64 * 1024;
 
 /// The stream options of a request body, validated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -81,6 +137,7 @@ fn stream_request(
             lookahead_chars,
             max_holdback_chars,
             normalize,
+            ..StreamOptions::default()
         },
     })
 }
@@ -88,40 +145,76 @@ fn stream_request(
 /// The handler of `POST /v1/evaluate/stream`.
 pub(super) async fn evaluate_stream(
     State(state): State<AppStateRef>,
+    slot: Option<Extension<Slot>>,
+    closer: Option<Extension<CloseConnection>>,
     body: EvaluateBody,
 ) -> Result<Response, ApiError> {
     let normalize = body.request.normalize.unwrap_or(state.config.normalize);
-    let request = stream_request(&body.rest, state.config.max_holdback_chars, normalize)
+    let mut request = stream_request(&body.rest, state.config.max_holdback_chars, normalize)
         .map_err(ApiError::bad_request)?;
+    request.opts.max_session_ms = state.config.max_session_ms;
     let text = body.request.text;
     let generation = serving(&state)?;
-    let pack_id = choose(
+    let pack = choose(
         &generation,
         body.request.pack_id.as_deref(),
         state.config.default_pack.as_deref(),
-    )?
-    .pack_id
-    .clone();
-    let (tx, rx) = tokio::sync::mpsc::channel::<Bytes>(EVENT_BUFFER);
-    let state = Arc::clone(&state);
-    let runtime = tokio::runtime::Handle::current();
-    let patience = Duration::from_millis(state.config.limits.request_timeout_ms);
-    // The session is CPU work: it runs off the async workers, with the one
-    // generation it started with, whatever reloads happen meanwhile.
-    tokio::task::spawn_blocking(move || {
-        if let Some(pack) = generation.packs.get(&pack_id) {
-            // A client that stops reading for `request_timeout_ms` ends its
-            // stream: it cannot pin a thread and a slot.
-            run_session(&state, &generation, pack, &text, request, |event| {
-                runtime.block_on(tx.send_timeout(event, patience)).is_ok()
-            });
-        }
-    });
-    let events = futures_util::stream::unfold(rx, |mut rx| async move {
-        rx.recv()
-            .await
-            .map(|b| (Ok::<Bytes, std::convert::Infallible>(b), rx))
-    });
+    )?;
+    // The streams in flight hold a bounded memory: room is made by cutting
+    // those that wait longest for their readers, else this one waits for
+    // another time.
+    let budget = STREAM_BODIES.saturating_mul(state.config.limits.max_body_bytes);
+    let Some((id, cut)) = state
+        .streams
+        .admit(text.len().saturating_add(SESSION_BYTES), budget)
+    else {
+        return Err(ApiError::unavailable(
+            "the streams in flight hold all the memory they may; retry later",
+        ));
+    };
+    let ticket = Ticket {
+        state: Arc::clone(&state),
+        id,
+    };
+    // The session belongs to the generation it started with, whatever
+    // reloads happen meanwhile (it holds its pack's engine).
+    let job = Job {
+        session: Some(pack.evaluator.stream_owned(request.opts)),
+        pack_id: pack.pack_id.clone(),
+        generation: generation.number,
+        text,
+        at: 0,
+        consumed: 0,
+        chunk_size: request.chunk_size,
+        cuts: Vec::new(),
+        released: Releases::default(),
+        index: 0,
+        events: VecDeque::new(),
+        state: Arc::clone(&state),
+    };
+    let (tx, rx) = mpsc::channel::<Event>(EVENT_BUFFER);
+    let reader = Arc::new(Reader::default());
+    let permit = slot.and_then(|Extension(s)| s.take());
+    tokio::spawn(drive(
+        job,
+        permit,
+        tx,
+        Arc::clone(&reader),
+        closer.map(|Extension(c)| c),
+        (ticket, cut),
+    ));
+    let events =
+        futures_util::stream::unfold((rx, reader, false), |(mut rx, reader, ended)| async move {
+            if ended {
+                return None;
+            }
+            let (bytes, last) = rx.recv().await?;
+            reader.took(bytes.len());
+            Some((
+                Ok::<Bytes, std::convert::Infallible>(bytes),
+                (rx, reader, last),
+            ))
+        });
     let mut resp = Body::from_stream(events).into_response();
     *resp.status_mut() = StatusCode::OK;
     let headers = resp.headers_mut();
@@ -130,6 +223,348 @@ pub(super) async fn evaluate_stream(
     // Proxies such as nginx would otherwise buffer the whole stream.
     headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
     Ok(resp)
+}
+
+/// One event for the connection, and whether it is the last.
+type Event = (Bytes, bool);
+
+/// What the response body tells the session's driver: bytes of events
+/// queued and not yet taken, and a wake-up each time it takes one.
+#[derive(Debug, Default)]
+struct Reader {
+    queued: AtomicUsize,
+    /// Bytes of events taken so far.
+    taken: AtomicUsize,
+    took: Notify,
+}
+
+impl Reader {
+    fn queue(&self, bytes: usize) {
+        self.queued.fetch_add(bytes, Ordering::AcqRel);
+    }
+
+    fn took(&self, bytes: usize) {
+        self.taken.fetch_add(bytes, Ordering::AcqRel);
+        let _ = self
+            .queued
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |q| {
+                Some(q.saturating_sub(bytes))
+            });
+        self.took.notify_one();
+    }
+}
+
+/// The streams in flight and the bytes each holds (see [`STREAM_BODIES`]),
+/// and those waiting for their readers by when they began to wait: the
+/// first to be cut when a stream needs room.
+#[derive(Debug, Default)]
+pub(crate) struct Streams(Mutex<Registry>);
+
+#[derive(Debug, Default)]
+struct Registry {
+    next: u64,
+    total: usize,
+    /// Stream → its bytes, its wait number while it waits, what cuts it.
+    live: HashMap<u64, (usize, Option<u64>, Arc<Notify>)>,
+    /// Wait number → stream, the longest-waiting first.
+    waiting: BTreeMap<u64, u64>,
+}
+
+impl Registry {
+    /// Cuts waiting streams, the longest-waiting first, until `need` more
+    /// bytes fit in `budget`; whether they do.
+    fn make_room(&mut self, need: usize, budget: usize) -> bool {
+        while self.total.saturating_add(need) > budget {
+            let Some((_, id)) = self.waiting.pop_first() else {
+                return false;
+            };
+            if let Some((bytes, _, cut)) = self.live.remove(&id) {
+                self.total -= bytes;
+                cut.notify_one();
+            }
+        }
+        true
+    }
+}
+
+impl Streams {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Registry> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Admits a stream that holds `bytes`, cutting streams that wait for
+    /// their readers to make room; `None` when the streams at work leave
+    /// none. Its number, and what tells it that it was cut.
+    fn admit(&self, bytes: usize, budget: usize) -> Option<(u64, Arc<Notify>)> {
+        let mut r = self.lock();
+        if !r.make_room(bytes, budget) {
+            return None;
+        }
+        let id = r.next;
+        r.next += 1;
+        let cut = Arc::new(Notify::new());
+        r.total += bytes;
+        r.live.insert(id, (bytes, None, Arc::clone(&cut)));
+        Some((id, cut))
+    }
+
+    /// The stream now holds `bytes` and waits for its reader (`true`) or
+    /// works (`false`): a waiting stream may be cut from now on, and while
+    /// the streams hold more than `budget` the longest-waiting are (this
+    /// one too, if it comes to it). Whether it is still in flight.
+    fn set(&self, id: u64, bytes: usize, waits: bool, budget: usize) -> bool {
+        let mut r = self.lock();
+        let next = r.next;
+        let Some(entry) = r.live.get_mut(&id) else {
+            return false;
+        };
+        let (old, was_waiting) = (entry.0, entry.1.take());
+        entry.0 = bytes;
+        if waits {
+            entry.1 = Some(next);
+        }
+        r.total = r.total - old + bytes;
+        if let Some(w) = was_waiting {
+            r.waiting.remove(&w);
+        }
+        if waits {
+            r.next += 1;
+            r.waiting.insert(next, id);
+            r.make_room(0, budget);
+        }
+        r.live.contains_key(&id)
+    }
+
+    /// The stream is over.
+    fn remove(&self, id: u64) {
+        let mut r = self.lock();
+        if let Some((bytes, waiting, _)) = r.live.remove(&id) {
+            r.total -= bytes;
+            if let Some(w) = waiting {
+                r.waiting.remove(&w);
+            }
+        }
+    }
+
+    /// Bytes held by the streams in flight.
+    #[cfg(test)]
+    fn total(&self) -> usize {
+        self.lock().total
+    }
+}
+
+/// Takes a stream out of [`Streams`] when its driver ends, however it ends.
+struct Ticket {
+    state: Arc<AppState>,
+    id: u64,
+}
+
+impl Drop for Ticket {
+    fn drop(&mut self) {
+        self.state.streams.remove(self.id);
+    }
+}
+
+/// One stream's session and what it still has to push, between the
+/// bursts of work of [`Job::burst`].
+struct Job {
+    /// `None` once it has ended (its caches went back to the engine).
+    session: Option<OwnedStreamSession>,
+    pack_id: String,
+    generation: u64,
+    text: String,
+    /// Byte offset of the next piece in `text`.
+    at: usize,
+    /// Code points pushed so far.
+    consumed: usize,
+    chunk_size: usize,
+    /// Reused by each batch: the pieces' ends (in the rest of the text)
+    /// and code points pushed after each, and their releases.
+    cuts: Vec<(usize, usize)>,
+    released: Releases,
+    /// `chunk_index` of the next event.
+    index: usize,
+    /// Events the channel had no room for yet (the finish's release and
+    /// the last event can come together).
+    events: VecDeque<Event>,
+    state: Arc<AppState>,
+}
+
+/// Why a burst of work stopped.
+#[derive(Debug, PartialEq, Eq)]
+enum Burst {
+    /// The channel is full: the reader is behind.
+    Full,
+    /// The session ended and every event was queued.
+    Done,
+    /// The response body is gone (the client left).
+    Gone,
+}
+
+impl Job {
+    /// Pushes pieces and queues their events until the channel stays full
+    /// for [`KEEP_UP`] or the session has ended (runs on a blocking thread:
+    /// a reader that keeps up is waited for here, on a thread whose caches
+    /// are warm, rather than in a new burst).
+    fn burst(&mut self, tx: &mpsc::Sender<Event>, reader: &Reader, rt: &Handle) -> Burst {
+        loop {
+            while !self.events.is_empty() {
+                match tx.try_reserve() {
+                    Ok(room) => {
+                        let chunk = self.chunk();
+                        reader.queue(chunk.0.len());
+                        room.send(chunk);
+                    }
+                    Err(TrySendError::Full(())) => {
+                        let soon = Instant::now() + KEEP_UP;
+                        if !rt.block_on(wait_for_room(reader, tx, soon, None)) {
+                            return Burst::Full;
+                        }
+                    }
+                    Err(TrySendError::Closed(())) => return Burst::Gone,
+                }
+            }
+            let Some(mut session) = self.session.take() else {
+                return Burst::Done;
+            };
+            if self.at == self.text.len() {
+                let was_blocked = session.blocked().is_some();
+                let released = session.finish();
+                if session.blocked().is_some() && !was_blocked {
+                    let event = blocked_event(&session, self.index, self.consumed);
+                    self.events.push_back((event, false));
+                } else if !released.text.is_empty() {
+                    let event =
+                        release_event(self.index, self.consumed, &released.text, released.redacted);
+                    self.events.push_back((event, false));
+                }
+                let last = self.done(session);
+                self.events.extend(last);
+            } else {
+                self.step(&mut session);
+                self.session = Some(session);
+            }
+        }
+    }
+
+    /// The next events, about [`CHUNK_BYTES`] of them (at least one), as
+    /// one chunk; whether it holds the last.
+    fn chunk(&mut self) -> Event {
+        let mut take = 0;
+        let mut bytes = 0;
+        for (e, _) in &self.events {
+            if take > 0 && bytes + e.len() > CHUNK_BYTES {
+                break;
+            }
+            bytes += e.len();
+            take += 1;
+        }
+        if take == 1 {
+            return self.events.pop_front().unwrap_or_default();
+        }
+        let mut out = Vec::with_capacity(bytes);
+        let mut last = false;
+        for (e, l) in self.events.drain(..take) {
+            out.extend_from_slice(&e);
+            last |= l;
+        }
+        (Bytes::from(out), last)
+    }
+
+    /// Up to [`BATCH`] pushes, and their events.
+    fn step(&mut self, session: &mut OwnedStreamSession) {
+        let rest = &self.text[self.at..];
+        if session.blocked().is_some() {
+            // A blocked session releases nothing more, but judges the rest
+            // of the text for the decision: in one piece, the cheapest
+            // (through `push_many`, whose engine time is exact).
+            self.at = self.text.len();
+            self.released.clear();
+            session.push_many([rest], &mut self.released);
+            return;
+        }
+        // The pieces' ends and code points; `consumed` counts code points
+        // pushed when each event is produced.
+        self.cuts.clear();
+        let (mut end, mut chars) = (0, self.consumed);
+        while end < rest.len() && end < BATCH_BYTES && self.cuts.len() < BATCH {
+            let piece = &rest[end..];
+            let (cut, n) = match piece.char_indices().nth(self.chunk_size) {
+                Some((i, _)) => (i, self.chunk_size),
+                None => (piece.len(), piece.chars().count()),
+            };
+            end += cut;
+            chars += n;
+            self.cuts.push((end, chars));
+        }
+        let mut start = 0;
+        let pieces = self.cuts.iter().map(|&(end, _)| {
+            let piece = &rest[start..end];
+            start = end;
+            piece
+        });
+        self.released.clear();
+        let pushed = session.push_many(pieces, &mut self.released);
+        let Some(&(last, _)) = pushed.checked_sub(1).and_then(|k| self.cuts.get(k)) else {
+            return;
+        };
+        self.at += last;
+        let blocked_at = session.blocked().map(|_| pushed - 1);
+        for (k, (text, redacted)) in self.released.iter().enumerate() {
+            let consumed = self.cuts[k].1;
+            let event = if blocked_at == Some(k) {
+                blocked_event(session, self.index, consumed)
+            } else if text.is_empty() {
+                continue;
+            } else {
+                release_event(self.index, consumed, text, redacted)
+            };
+            self.index += 1;
+            self.events.push_back((event, false));
+        }
+        self.consumed = self.cuts[pushed - 1].1;
+    }
+
+    /// Ends the session: its decision as the last event, the metrics, and
+    /// the session and text dropped (the caches go back to the engine).
+    fn done(&mut self, session: OwnedStreamSession) -> Option<Event> {
+        self.text = String::new();
+        self.at = 0;
+        let decision = session.decision()?;
+        self.state.metrics.observe_decision(&decision);
+        self.state
+            .metrics
+            .observe_stream_session(&self.pack_id, session.blocked().is_some());
+        Some((done_event(&decision, self.generation), true))
+    }
+
+    /// Bytes this stream holds while it waits: the text still to push, the
+    /// session's held text and state, the events not yet taken, and those
+    /// taken that the connection's write buffer may still hold.
+    fn held_bytes(&self, reader: &Reader) -> usize {
+        let session = self
+            .session
+            .as_ref()
+            .map_or(0, |s| s.held_chars().saturating_mul(4) + SESSION_BYTES);
+        (self.text.capacity() - self.at)
+            .saturating_add(session)
+            .saturating_add(reader.queued.load(Ordering::Acquire))
+            .saturating_add(reader.taken.load(Ordering::Acquire).min(WRITE_BUFFER))
+            .saturating_add(self.events.iter().map(|e| e.0.len()).sum::<usize>())
+    }
+
+    /// Before a wait: the session gives its caches back, and the text
+    /// already pushed is dropped once it is most of the text.
+    fn park(&mut self) {
+        if let Some(s) = self.session.as_mut() {
+            s.park();
+        }
+        if self.at > 0 && self.at >= self.text.len() / 2 {
+            self.text.drain(..self.at);
+            self.text.shrink_to_fit();
+            self.at = 0;
+        }
+    }
 }
 
 /// A release event (fields in the order of SPEC §11.2).
@@ -186,91 +621,184 @@ fn event(value: &impl Serialize) -> Bytes {
     Bytes::from(out)
 }
 
-/// Runs one session over `text` cut into pieces and hands each event to
-/// `send`; stops early when `send` reports that the client is gone.
-fn run_session(
-    state: &AppState,
-    generation: &Generation,
-    pack: &LoadedPack,
-    text: &str,
-    request: StreamRequest,
-    mut send: impl FnMut(Bytes) -> bool,
-) {
-    // Engine time: the loop's time less the time spent handing events on
-    // (two clock reads per event rather than per piece).
-    let started = Instant::now();
-    let mut sending = std::time::Duration::ZERO;
-    let mut session = pack.evaluator.stream(request.opts);
-    let mut index = 0usize;
-    let mut rest = text;
-    let mut finished = false;
-    while session.blocked().is_none() && !finished {
-        let released = if rest.is_empty() {
-            finished = true;
-            session.finish()
-        } else {
-            let cut = rest
-                .char_indices()
-                .nth(request.chunk_size)
-                .map_or(rest.len(), |(i, _)| i);
-            let (piece, tail) = rest.split_at(cut);
-            rest = tail;
-            session.push(piece)
-        };
-        let consumed = session.pushed_chars();
-        let bytes = match session.blocked() {
-            Some(b) => event(&BlockedEvent {
-                chunk_index: index,
-                consumed,
-                text: "",
-                redacted: false,
-                blocked: true,
-                reason: &b.reason,
-                action: &b.action,
-                triggers: b
-                    .triggers
-                    .iter()
-                    .map(|(rule_id, severity)| EventTrigger {
-                        rule_id,
-                        severity: severity.as_str(),
-                    })
-                    .collect(),
-            }),
-            None if released.text.is_empty() => continue,
-            None => event(&ReleaseEvent {
-                chunk_index: index,
-                consumed,
-                text: &released.text,
-                redacted: released.redacted,
-                blocked: false,
-                reason: None,
-            }),
-        };
-        index += 1;
-        let sent = Instant::now();
-        let ok = send(bytes);
-        sending += sent.elapsed();
-        if !ok {
-            return;
+/// The event of a push or finish that released text.
+fn release_event(index: usize, consumed: usize, text: &str, redacted: bool) -> Bytes {
+    event(&ReleaseEvent {
+        chunk_index: index,
+        consumed,
+        text,
+        redacted,
+        blocked: false,
+        reason: None,
+    })
+}
+
+/// The event of the push or finish at which the session blocked.
+fn blocked_event(session: &OwnedStreamSession, index: usize, consumed: usize) -> Bytes {
+    let (reason, action, triggers) = match session.blocked() {
+        Some(b) => (b.reason.as_str(), b.action.as_str(), b.triggers.as_slice()),
+        None => ("", "", &[][..]),
+    };
+    event(&BlockedEvent {
+        chunk_index: index,
+        consumed,
+        text: "",
+        redacted: false,
+        blocked: true,
+        reason,
+        action,
+        triggers: triggers
+            .iter()
+            .map(|(rule_id, severity)| EventTrigger {
+                rule_id,
+                severity: severity.as_str(),
+            })
+            .collect(),
+    })
+}
+
+/// The last event: the session's decision of the whole text.
+fn done_event(d: &Decision<'_>, generation: u64) -> Bytes {
+    event(&DoneEvent {
+        done: true,
+        action: d.action,
+        severity: d.severity.map(Severity::as_str),
+        reason: d.reason,
+        receipt_hash: &d.receipt_hash,
+        pack_id: d.pack_id,
+        generation,
+        latency_us: d.latency_us,
+        normalized: d.normalized,
+    })
+}
+
+/// How a wait for the reader ended.
+enum Waited {
+    /// It took an event: there is room.
+    Took,
+    /// It took none for `stream.write_timeout_ms`, or the stream was cut
+    /// to make room for others.
+    Cut,
+}
+
+/// Waits for the reader to take an event, at most until `deadline`, or
+/// until `cut` says the stream must go.
+async fn wait_for_reader(reader: &Reader, deadline: Instant, cut: Option<&Notify>) -> Waited {
+    let cut = async {
+        match cut {
+            Some(c) => c.notified().await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        () = reader.took.notified() => Waited::Took,
+        () = tokio::time::sleep_until(deadline) => Waited::Cut,
+        () = cut => Waited::Cut,
+    }
+}
+
+/// Waits until the channel has room for half its events (a wake-up a
+/// taken event), or until the reader takes nothing up to `deadline` (pushed
+/// back by each event taken) or `cut` says the stream must go; whether
+/// there is room.
+async fn wait_for_room(
+    reader: &Reader,
+    tx: &mpsc::Sender<Event>,
+    mut deadline: Instant,
+    cut: Option<&Notify>,
+) -> bool {
+    let patience = deadline.saturating_duration_since(Instant::now());
+    while tx.capacity() < ROOM {
+        match wait_for_reader(reader, deadline, cut).await {
+            Waited::Took => deadline = Instant::now() + patience,
+            Waited::Cut => return false,
         }
     }
-    let decision = pack.evaluator.evaluate_with(text, request.opts.normalize);
-    let latency_us = started.elapsed().saturating_sub(sending).as_secs_f64() * 1e6;
-    let blocked = session.blocked().is_some();
-    state.metrics.observe_decision(&decision);
-    state.metrics.observe_stream_session(&pack.pack_id, blocked);
-    let done = event(&DoneEvent {
-        done: true,
-        action: decision.action,
-        severity: decision.severity.map(Severity::as_str),
-        reason: decision.reason,
-        receipt_hash: &decision.receipt_hash,
-        pack_id: decision.pack_id,
-        generation: generation.number,
-        latency_us,
-        normalized: decision.normalized,
-    });
-    send(done);
+    true
+}
+
+/// Runs a stream to its end: bursts of session work on a blocking thread,
+/// each with a concurrency slot, and waits for the reader in between
+/// without one. Cuts the stream (closing its connection) when the reader
+/// takes nothing for `stream.write_timeout_ms`, when another stream needs
+/// its room while it waits, or when no slot frees up within
+/// `request_timeout_ms`.
+async fn drive(
+    mut job: Job,
+    mut permit: Option<OwnedSemaphorePermit>,
+    tx: mpsc::Sender<Event>,
+    reader: Arc<Reader>,
+    closer: Option<CloseConnection>,
+    (ticket, cut_me): (Ticket, Arc<Notify>),
+) {
+    let state = Arc::clone(&job.state);
+    let streams = &state.streams;
+    let id = ticket.id;
+    let write_timeout = Duration::from_millis(state.config.stream_write_timeout_ms);
+    let budget = STREAM_BODIES.saturating_mul(state.config.limits.max_body_bytes);
+    let cut = |closer: Option<CloseConnection>| {
+        if let Some(c) = closer {
+            c.close();
+        }
+    };
+    loop {
+        if job.session.is_some() && permit.is_none() {
+            let patience = Duration::from_millis(state.config.limits.request_timeout_ms);
+            match tokio::time::timeout(patience, Arc::clone(&state.slots).acquire_owned()).await {
+                Ok(Ok(p)) => permit = Some(p),
+                _ => return cut(closer),
+            }
+        }
+        let (tx2, reader2) = (tx.clone(), Arc::clone(&reader));
+        let rt = Handle::current();
+        let worked = tokio::task::spawn_blocking(move || {
+            let burst = job.burst(&tx2, &reader2, &rt);
+            (job, burst)
+        })
+        .await;
+        let Ok((j, burst)) = worked else {
+            // The session panicked (a bug): end the stream, fail closed.
+            return cut(closer);
+        };
+        job = j;
+        if job.session.is_none() {
+            // The session has ended: its slot is free, whatever the reader does.
+            permit = None;
+        }
+        match burst {
+            Burst::Gone => return,
+            Burst::Done => break,
+            Burst::Full => {}
+        }
+        // The reader is behind (the burst waited for it a moment): wait
+        // without the slot, the caches or a thread, and be the first to go
+        // if another stream needs room.
+        permit = None;
+        job.park();
+        if !streams.set(id, job.held_bytes(&reader), true, budget) {
+            return cut(closer);
+        }
+        let room = wait_for_room(&reader, &tx, Instant::now() + write_timeout, Some(&cut_me)).await;
+        if !room || !streams.set(id, job.held_bytes(&reader), false, budget) {
+            return cut(closer);
+        }
+    }
+    // Every event is queued: the reader has `stream.write_timeout_ms` to
+    // take each of the last ones, and the stream holds only them.
+    drop(permit);
+    if !streams.set(id, job.held_bytes(&reader), true, budget) {
+        return cut(closer);
+    }
+    let mut deadline = Instant::now() + write_timeout;
+    loop {
+        tokio::select! {
+            () = tx.closed() => return,
+            w = wait_for_reader(&reader, deadline, Some(&cut_me)) => match w {
+                Waited::Took => deadline = Instant::now() + write_timeout,
+                Waited::Cut => return cut(closer),
+            },
+        }
+    }
 }
 
 #[cfg(test)]
@@ -360,5 +888,36 @@ mod tests {
                 msg
             );
         }
+    }
+    #[test]
+    fn the_stream_that_waited_longest_is_cut_first_to_make_room() {
+        let r = Streams::default();
+        let notified = |n: &Notify| futures_util::FutureExt::now_or_never(n.notified()).is_some();
+        let (a, cut_a) = r.admit(30, 100).unwrap();
+        let (b, cut_b) = r.admit(30, 100).unwrap();
+        let (c, cut_c) = r.admit(30, 100).unwrap();
+        assert_eq!(r.total(), 90);
+        // Streams at work are never cut: no room for 20 more.
+        assert!(r.admit(20, 100).is_none());
+        // b then a wait for their readers: a new stream cuts b, which
+        // waited longest, and only b.
+        assert!(r.set(b, 30, true, 100));
+        assert!(r.set(a, 30, true, 100));
+        let (d, cut_d) = r.admit(20, 100).unwrap();
+        assert!(notified(&cut_b));
+        assert!(!notified(&cut_a) && !notified(&cut_c) && !notified(&cut_d));
+        assert_eq!(r.total(), 80);
+        // A cut stream is gone: it cannot wait or work again.
+        assert!(!r.set(b, 10, false, 100));
+        // A stream that works again is not cut; growing while it waits
+        // past the budget cuts the longest-waiting, itself if need be.
+        assert!(r.set(a, 30, false, 100));
+        assert!(!r.set(c, 60, true, 100));
+        assert!(notified(&cut_c));
+        assert_eq!(r.total(), 50);
+        r.remove(a);
+        r.remove(c);
+        r.remove(d);
+        assert_eq!(r.total(), 0);
     }
 }

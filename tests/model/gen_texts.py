@@ -2,13 +2,38 @@
 # scripts) and PII-like tokens, hits and near misses, joined by separators.
 # With a third argument `evasive`, a PII token is often written evasively
 # (SPEC §15): other scripts' digits, full-width forms, joiners, soft hyphens,
-# combining marks after digits.
+# combining marks after digits; and (round 2) Unicode dashes, NUL and other
+# format or control characters, marks after separators, parenthesized and
+# dingbat digits, Cyrillic and Greek look-alike letters.
 # usage: gen_texts.py SEED COUNT [evasive] > texts.jsonl
 import random, json, sys
 random.seed(int(sys.argv[1]))
 evasive = len(sys.argv) > 3 and sys.argv[3] == "evasive"
+LOOKALIKE = {"a": "\u0430", "e": "\u0435", "o": "\u043e", "p": "\u0440", "c": "\u0441", "x": "\u0445",
+             "y": "\u0443", "i": "\u0456", "j": "\u0458", "s": "\u0455", "E": "\u0395", "O": "\u039f",
+             "T": "\u0422", "M": "\u041c", "P": "\u03a1", "H": "\u041d", "X": "\u03a7"}
+def evade2(s, how):
+    if how == "dash":
+        d = random.choice("\u2010\u2011\u2013\u2014\u2212")
+        return s.replace("-", d) if "-" in s else s + d
+    if how in ("parenthesized", "dingbat"):
+        one, zero = (0x2474, "0") if how == "parenthesized" else (0x2776, "\u24ff")
+        return "".join(zero if c == "0" else chr(one + int(c) - 1) if c.isascii() and c.isdigit() else c for c in s)
+    if how == "look-alike":
+        ks = [k for k, c in enumerate(s) if c in LOOKALIKE]
+        if not ks:
+            return s
+        k = random.choice(ks)
+        return s[:k] + LOOKALIKE[s[k]] + s[k + 1:]
+    if how == "mark after separator":
+        return "".join(c + "\u0301" if c in "- " else c for c in s)
+    k = random.randint(0, len(s))
+    return s[:k] + random.choice(["\x00", "\ufff9", "\x01", "\u0600", "\x7f"]) + s[k:]
 def evade(s):
-    how = random.choice(["fullwidth", "arabic", "devanagari", "zwj", "shy", "mark", "zwsp", "as is"])
+    how = random.choice(["fullwidth", "arabic", "devanagari", "zwj", "shy", "mark", "zwsp", "as is",
+                         "dash", "parenthesized", "dingbat", "look-alike", "look-alike", "mark after separator", "control"])
+    if how in ("dash", "parenthesized", "dingbat", "look-alike", "mark after separator", "control"):
+        return evade2(s, how)
     if how == "fullwidth":
         return "".join(chr(ord(c) + 0xFEE0) if "!" <= c <= "~" else c for c in s)
     if how in ("arabic", "devanagari"):

@@ -1,4 +1,5 @@
 use super::*;
+use crate::engine::decision::Decision;
 use crate::engine::tests::{builtin_only, evaluator};
 use crate::engine::PERMIT_ACTION;
 
@@ -566,4 +567,341 @@ mod deferral {
             }
         }
     }
+}
+
+/// Options that match through the evasion view (SPEC §15) and redact FATAL
+/// matches.
+fn evasion() -> StreamOptions {
+    StreamOptions {
+        normalize: Normalize::Evasion,
+        ..redacting()
+    }
+}
+
+#[test]
+fn evasion_holds_a_word_only_while_it_may_still_mix_scripts() {
+    let e = builtin_only();
+    let mut s = e.stream(evasion());
+    let mut out = String::new();
+    // Words of one script are released as they end (the last character is
+    // an open segment: a mark could still follow it).
+    out.push_str(&s.push("Ещё раз, ").text);
+    assert_eq!(out, "Ещё раз,");
+    // A Cyrillic word of look-alikes waits: a Latin letter would rewrite it.
+    out.push_str(&s.push("\u{430}\u{445}").text);
+    assert_eq!(out, "Ещё раз, ");
+    assert_eq!(s.held_chars(), 2);
+    out.push_str(&s.push("12").text);
+    assert_eq!(s.held_chars(), 4, "digits leave it open");
+    // Its end decides it: one script, written as it is.
+    out.push_str(&s.push(" then, ").text);
+    assert_eq!(out, "Ещё раз, \u{430}\u{445}12 then,");
+    assert_eq!(s.held_chars(), 1);
+    // A Latin letter decides it too: the word mixes, and is an address.
+    for piece in ["j\u{430}", "ne@ex\u{430}mple.com", " ok"] {
+        let r = s.push(piece);
+        assert!(!r.text.contains('@') && !r.text.contains("ne"), "{r:?}");
+        out.push_str(&r.text);
+    }
+    out.push_str(&s.finish().text);
+    assert_eq!(out, "Ещё раз, \u{430}\u{445}12 then, [REDACTED_EMAIL] ok");
+}
+
+#[test]
+fn a_lookalike_address_is_redacted_whole_whatever_the_pieces() {
+    let e = builtin_only();
+    for text in [
+        "mail jan\u{435}.doe@example.com now",
+        "mail j\u{430}ne.doe@\u{435}\u{445}ample.com now",
+        "mail jane.d\u{3BF}e@example.com now",
+    ] {
+        let whole = e.evaluate_with(text, Normalize::Evasion);
+        assert_eq!(whole.clean_text, "mail [REDACTED_EMAIL] now");
+        for size in 1..=9 {
+            let (out, blocked) = run(&e, text, size, evasion());
+            assert_eq!(blocked, None);
+            assert_eq!(
+                out.concat(),
+                "mail [REDACTED_EMAIL] now",
+                "{text:?} in {size}s"
+            );
+        }
+    }
+}
+
+/// The session's decision with the fields only an evaluation has made equal
+/// to `evaluate`'s: its `clean_text` (a session holds only what it has not
+/// released) and its `latency_us`.
+fn comparable<'e>(mut d: Decision<'e>, evaluated: &Decision<'e>) -> Decision<'e> {
+    if d.severity != Some(Severity::Fatal) {
+        assert_eq!(d.clean_text, "");
+        d.clean_text = evaluated.clean_text.clone();
+    }
+    d.latency_us = evaluated.latency_us;
+    d
+}
+
+#[test]
+fn a_session_past_its_engine_time_fails_closed_and_stops_working() {
+    let e = builtin_only();
+    let mut s = e.stream(StreamOptions {
+        max_session_ms: 1000,
+        ..StreamOptions::default()
+    });
+    assert_eq!(s.push("Hello, ").text, "Hello, ");
+    assert!(s.blocked().is_none());
+    // The next call brings the session past its 1000 ms.
+    s.core.extra_time = Duration::from_millis(1001);
+    let r = s.push("mail ops@example.com now. ");
+    assert_eq!(r, Released::default());
+    assert!(s.engine_time() > Duration::from_millis(1000));
+    let b = s.blocked().unwrap().clone();
+    assert_eq!(
+        b,
+        Blocked {
+            action: "block_stream_cost_limit".into(),
+            reason: "Stream cost limit exceeded".into(),
+            triggers: Vec::new(),
+        }
+    );
+    // No more work: later pieces are only hashed for the receipt.
+    let held = s.core.buf.len();
+    assert_eq!(s.push("and more text ").text, "");
+    assert_eq!(s.core.buf.len(), held);
+    assert_eq!(s.finish().text, "");
+    let d = s.decision().unwrap();
+    let whole = "Hello, mail ops@example.com now. and more text ";
+    assert_eq!(d.action, COST_ACTION);
+    assert_eq!(d.severity, Some(Severity::Fatal));
+    assert_eq!(d.reason, Some(COST_REASON));
+    assert_eq!(d.clean_text, BLOCKED_TEXT);
+    assert!(d.triggers.is_empty() && !d.invariants_passed);
+    assert_eq!(
+        d.receipt_hash,
+        receipt_hash_of(
+            "t.p.v1",
+            "1",
+            COST_ACTION,
+            false,
+            std::iter::empty(),
+            &crate::crypto::sha256(whole.as_bytes())
+        )
+    );
+    assert!(d.latency_us > 1_000_000.0);
+}
+
+#[test]
+fn a_session_past_its_engine_time_in_its_finish_releases_nothing_of_it() {
+    let e = builtin_only();
+    let mut s = e.stream(StreamOptions {
+        max_session_ms: 1000,
+        ..StreamOptions::default()
+    });
+    assert_eq!(s.push("write to jane").text, "write to ");
+    s.core.extra_time = Duration::from_millis(1001);
+    assert_eq!(s.finish().text, "");
+    assert_eq!(s.blocked().unwrap().action, COST_ACTION);
+    assert_eq!(s.decision().unwrap().action, COST_ACTION);
+}
+
+#[test]
+fn a_session_within_its_engine_time_is_not_stopped() {
+    let e = builtin_only();
+    let mut s = e.stream(StreamOptions {
+        max_session_ms: 1000,
+        ..StreamOptions::default()
+    });
+    s.core.extra_time = Duration::from_millis(300);
+    assert_eq!(s.push("one ").text, "one ");
+    assert_eq!(s.push("two ").text, "two ");
+    assert_eq!(s.push("three ").text, "three ");
+    assert!(s.blocked().is_none());
+    // The fourth call brings it to 1200 ms.
+    assert_eq!(s.push("four ").text, "");
+    assert_eq!(s.blocked().unwrap().action, COST_ACTION);
+}
+
+#[test]
+fn a_blocked_session_keeps_judging_the_text_for_its_decision() {
+    let e = builtin_only();
+    let text = "SSN 123-45-6789, then mail ops@example.com and call 212-555-0187. Done";
+    let mut s = e.stream(StreamOptions::default());
+    let mut released = String::new();
+    for piece in byte_pieces(text, 5) {
+        released.push_str(&s.push(piece).text);
+    }
+    released.push_str(&s.finish().text);
+    assert_eq!(released, "SSN ");
+    assert_eq!(s.blocked().unwrap().action, "block_glba_ssn_leakage");
+    let d = s.decision().unwrap();
+    let evaluated = e.evaluate(text);
+    // The triggers after the block are the whole text's.
+    let ids: Vec<&str> = d.triggers.iter().map(|t| t.rule_id).collect();
+    assert_eq!(
+        ids,
+        ["RULE-GLBA-SSN-BLOCK", "RULE-GDPR-CONTACT-REDACT"],
+        "{d:?}"
+    );
+    assert_eq!(d.clean_text, BLOCKED_TEXT);
+    assert_eq!(comparable(d, &evaluated), evaluated);
+}
+
+#[test]
+fn a_session_blocked_at_its_holdback_limit_decides_the_whole_text() {
+    let e = evaluator(
+        "pack_id: t\nrules:\n  - {id: tail, type: regex, pattern: 'a+b', action: redact}\n",
+    );
+    let mut s = e.stream(StreamOptions {
+        max_holdback_chars: 10,
+        ..StreamOptions::default()
+    });
+    let text = "x aaaaaaaaaaaab and ops@example.com é";
+    for piece in byte_pieces(text, 3) {
+        assert!(!s.push(piece).text.contains('a'));
+    }
+    s.finish();
+    assert_eq!(s.blocked().unwrap().action, HOLDBACK_ACTION);
+    let d = s.decision().unwrap();
+    assert_eq!(d.action, "redact_tail");
+    let evaluated = e.evaluate(text);
+    assert_eq!(comparable(d, &evaluated), evaluated);
+}
+
+#[test]
+fn the_decision_waits_for_the_finish() {
+    let e = builtin_only();
+    let mut s = e.stream(StreamOptions::default());
+    s.push("mail ops@example.com");
+    assert!(s.decision().is_none());
+    s.finish();
+    assert_eq!(
+        s.decision().unwrap().action,
+        "redact_and_permit_contact_pii"
+    );
+}
+
+#[test]
+fn the_decision_counts_code_points_and_maps_the_evasion_view() {
+    let e = builtin_only();
+    let text = "Café № 1: écrivez à ops@example.com, ＭＲＮ １２３４５６７ or 123-45\u{200D}-6789 — 会議 10.0.0.1";
+    for normalize in [Normalize::None, Normalize::Evasion] {
+        for size in [1, 2, 7, 64] {
+            let mut s = e.stream(StreamOptions {
+                block_on_fatal: false,
+                normalize,
+                ..StreamOptions::default()
+            });
+            for piece in byte_pieces(text, size) {
+                s.push(piece);
+            }
+            s.finish();
+            let evaluated = e.evaluate_with(text, normalize);
+            let d = s.decision().unwrap();
+            assert_eq!(d.normalized, normalize == Normalize::Evasion);
+            assert_eq!(comparable(d, &evaluated), evaluated, "{normalize:?} {size}");
+        }
+    }
+}
+
+#[test]
+fn evasion_holdback_limit_counts_a_word_the_view_holds() {
+    let e = builtin_only();
+    let opts = StreamOptions {
+        max_holdback_chars: 10,
+        ..evasion()
+    };
+    let mut s = e.stream(opts);
+    assert_eq!(s.push("ok, ").text, "ok,");
+    // A word of Cyrillic look-alikes that never ends: held, then fails closed.
+    assert_eq!(s.push(&"\u{430}".repeat(10)).text, " ");
+    assert_eq!(s.held_chars(), 10);
+    assert!(s.blocked().is_none());
+    assert_eq!(s.push("\u{430}").text, "");
+    let b = s.blocked().unwrap();
+    assert_eq!(b.action, HOLDBACK_ACTION);
+    assert_eq!(b.reason, HOLDBACK_REASON);
+    assert_eq!(s.finish().text, "");
+}
+
+#[test]
+fn a_parked_session_releases_and_decides_as_one_that_never_parked() {
+    let e = Arc::new(builtin_only());
+    let text = "Hi jane.doe@exam ple.com, call 212-555-0187; SSN 123-45-6789 ok é 10.0.0.1";
+    for size in [1, 3, 16] {
+        let mut a = e.stream_owned(StreamOptions::default());
+        let mut b = e.stream_owned(StreamOptions::default());
+        for piece in byte_pieces(text, size) {
+            b.park();
+            assert_eq!(a.push(piece), b.push(piece), "{size}");
+        }
+        b.park();
+        assert_eq!(a.finish(), b.finish());
+        assert_eq!(a.blocked(), b.blocked());
+        let (mut da, mut db) = (a.decision().unwrap(), b.decision().unwrap());
+        da.latency_us = 0.0;
+        db.latency_us = 0.0;
+        assert_eq!(da, db);
+    }
+}
+
+#[test]
+fn push_many_releases_as_pushes_one_by_one_and_stops_at_a_block() {
+    let e = builtin_only();
+    let text = "Hi jane.doe@example.com, call 212-555-0187; SSN 123-45-6789 and more text after";
+    let pieces = byte_pieces(text, 3);
+    let mut one = e.stream(StreamOptions::default());
+    let mut expected = Vec::new();
+    for p in &pieces {
+        expected.push(one.push(p));
+        if one.blocked().is_some() {
+            break;
+        }
+    }
+    let blocked_at = expected.len() - 1;
+    assert!(blocked_at + 1 < pieces.len());
+    let mut many = e.stream(StreamOptions::default());
+    let mut out = Releases::default();
+    // In batches of 4, as a server pushes the pieces it cut.
+    let mut at = 0;
+    while at < pieces.len() && many.blocked().is_none() {
+        let end = (at + 4).min(pieces.len());
+        at += many.push_many(pieces[at..end].iter().copied(), &mut out);
+    }
+    assert_eq!(at, blocked_at + 1, "stops after the piece that blocks");
+    let got: Vec<Released> = out
+        .iter()
+        .map(|(text, redacted)| Released {
+            text: text.to_string(),
+            redacted,
+        })
+        .collect();
+    assert_eq!(got, expected[..=blocked_at]);
+    assert_eq!(many.blocked(), one.blocked());
+    // Once blocked, it judges what comes and releases nothing.
+    let n = out.len();
+    assert_eq!(many.push_many(["x", " y"], &mut out), 2);
+    assert_eq!(out.get(n), Some(("", false)));
+    assert_eq!(out.get(n + 1), Some(("", false)));
+}
+
+#[test]
+fn a_push_many_call_that_spends_the_budget_releases_nothing() {
+    let e = builtin_only();
+    let mut s = e.stream(StreamOptions {
+        max_session_ms: 1000,
+        ..StreamOptions::default()
+    });
+    let mut out = Releases::default();
+    assert_eq!(s.push_many(["one ", "two "], &mut out), 2);
+    assert_eq!(
+        out.iter().collect::<Vec<_>>(),
+        [("one ", false), ("two ", false)]
+    );
+    s.core.extra_time = Duration::from_millis(1001);
+    assert_eq!(s.push_many(["three ", "four "], &mut out), 2);
+    assert_eq!(
+        out.iter().collect::<Vec<_>>(),
+        [("one ", false), ("two ", false), ("", false), ("", false)]
+    );
+    assert_eq!(s.blocked().unwrap().action, COST_ACTION);
 }

@@ -24,14 +24,16 @@
 
 pub mod sse;
 
-use super::envoy::{violation_body, ACTION_HEADER, RECEIPT_HEADER};
+use super::gateway::{
+    body_error, judge_body, violation_body, Judge, Verdict as BodyVerdict, ACTION_HEADER,
+    PACK_HEADER, RECEIPT_HEADER,
+};
 use super::generation::Generation;
-use super::litellm::PACK_HEADER;
-use super::llm_body::{texts_mut, Direction};
-use super::routes::{choose, serving, ApiError, API_KEY_HEADER};
+use super::routes::{
+    choose, compressed_reply, compressed_request, content_coding, serving, ApiError, API_KEY_HEADER,
+};
 use super::AppState;
-use crate::engine::{Evaluator, Severity, StreamOptions};
-use crate::request::parse_strict;
+use crate::engine::{Evaluator, StreamOptions};
 use crate::ErrorName;
 use axum::http::StatusCode;
 use envoy_types::pb::envoy::config::core::v3::{
@@ -57,6 +59,15 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status, Streaming};
+
+/// Which way a body goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Direction {
+    /// A prompt on its way to the model.
+    Request,
+    /// The model's answer on its way to the client.
+    Reply,
+}
 
 /// The gRPC method, as Envoy calls it (and as the metrics name it).
 pub const METHOD: &str = "/envoy.service.ext_proc.v3.ExternalProcessor/Process";
@@ -155,11 +166,20 @@ impl ExternalProcessor for ExtProc {
             let mut exchange = Some(Exchange::new(Arc::clone(&state)));
             let mut overran = None;
             // Envoy ends the stream (or resets it on its own timeouts): then
-            // this loop ends and the sessions are dropped.
+            // this loop ends and the sessions are dropped. A message that
+            // does not parse ends it as the client's error, never as OK.
             loop {
                 let msg = match tokio::time::timeout(idle, inbound.message()).await {
                     Ok(Ok(Some(msg))) => msg,
-                    Ok(_) => break,
+                    Ok(Ok(None)) => break,
+                    Ok(Err(status)) => {
+                        let refused = Status::invalid_argument(format!(
+                            "the message could not be read: {}",
+                            status.message()
+                        ));
+                        let _ = tx.send(Err(refused)).await;
+                        break;
+                    }
                     Err(_) => {
                         // A stream that sends nothing holds a slot for
                         // nothing: it is ended (SPEC §9.1).
@@ -333,7 +353,6 @@ pub struct Exchange {
 struct Noted {
     action: String,
     receipt: String,
-    redacted: bool,
 }
 
 /// The verdict on a whole body.
@@ -341,7 +360,8 @@ enum Verdict {
     Pass,
     Replace(Vec<u8>),
     Refuse(Value),
-    Invalid(String),
+    /// The body cannot be judged (not UTF-8, malformed JSON, too many strings).
+    Invalid(ApiError),
 }
 
 impl Exchange {
@@ -449,8 +469,7 @@ impl Exchange {
         };
         if !h.end_of_stream {
             if let Some(e) = compressed(h) {
-                return self.refuse_with(&ApiError::new(ErrorName::UnsupportedMediaTypeError, format!("the request body is compressed (content-encoding: {e}) and cannot be inspected"),
-                ));
+                return self.refuse_with(&compressed_request(&e));
             }
             if self.request_mode != Mode::Buffered {
                 // Its length is set again only in buffered mode.
@@ -479,16 +498,7 @@ impl Exchange {
         if h.end_of_stream {
             self.reply = Reply::Done;
         } else if let Some(e) = compressed(h) {
-            return self.refuse_with(
-                &ApiError::new(
-                    ErrorName::UnsupportedMediaTypeError,
-                    format!(
-                        "the reply is compressed (content-encoding: {e}) and cannot be inspected"
-                    ),
-                )
-                // The upstream's reply, not the client, is at fault.
-                .in_reply(),
-            );
+            return self.refuse_with(&compressed_reply(&e));
         } else {
             let sse = header(h, "content-type").is_some_and(|t| {
                 t.split(';')
@@ -680,7 +690,7 @@ impl Exchange {
         };
         let mut noted = None;
         let verdict = match self.ev() {
-            Some(ev) => judge(&self.state, ev, &body, dir, &mut noted),
+            Some(ev) => judge(&self.state, ev, &body, &mut noted),
             None => Verdict::Pass,
         };
         // Request headers can still change in buffered mode only.
@@ -710,8 +720,7 @@ impl Exchange {
                     "helixor_policy_violation",
                 )]
             }
-            Verdict::Invalid(message) => {
-                let e = ApiError::bad_request(message);
+            Verdict::Invalid(e) => {
                 self.refuse_with(&match dir {
                     Direction::Request => e,
                     // The upstream's reply, not the client, is at fault.
@@ -738,70 +747,27 @@ impl Exchange {
     }
 }
 
-/// Judges a whole body: every text of a recognised LLM body, else the body
-/// as one text. Stops at the first FATAL text (it decides, as in §12.2).
-fn judge(
-    state: &AppState,
-    ev: &Evaluator,
-    body: &[u8],
-    dir: Direction,
-    noted: &mut Option<Noted>,
-) -> Verdict {
-    let mut one = |text: &str| -> Result<Option<String>, Value> {
-        let d = ev.evaluate_with(text, state.config.normalize);
-        state.metrics.observe_decision(&d);
-        // As in §12.2: the first decision that redacted speaks, else the first.
-        if noted.is_none() || (d.severity.is_some() && noted.as_ref().is_some_and(|n| !n.redacted))
-        {
-            *noted = Some(Noted {
-                action: d.action.to_string(),
-                receipt: d.receipt_hash.clone(),
-                redacted: d.severity.is_some(),
-            });
-        }
-        match d.severity {
-            Some(Severity::Fatal) => Err(violation_body(&d)),
-            Some(_) => Ok(Some(d.clean_text)),
-            None => Ok(None),
-        }
-    };
-    let whole = |one: &mut dyn FnMut(&str) -> Result<Option<String>, Value>| match one(
-        &String::from_utf8_lossy(body),
-    ) {
-        Err(v) => Verdict::Refuse(v),
-        Ok(Some(clean)) => Verdict::Replace(clean.into_bytes()),
-        Ok(None) => Verdict::Pass,
-    };
-    let parsed = match parse_strict(body) {
-        Ok(v) => v,
-        Err(_) if serde_json::from_slice::<serde::de::IgnoredAny>(body).is_ok() => {
-            return Verdict::Invalid(super::envoy::DUPLICATE_KEY.into())
-        }
-        Err(_) => return whole(&mut one),
-    };
-    let Value::Object(mut obj) = parsed else {
-        return whole(&mut one);
-    };
-    let Some(texts) = texts_mut(&mut obj, dir) else {
-        return whole(&mut one);
-    };
-    let mut changed = false;
-    for t in texts {
-        match one(t) {
-            Err(v) => return Verdict::Refuse(v),
-            Ok(Some(clean)) => {
-                *t = clean;
-                changed = true;
-            }
-            Ok(None) => {}
-        }
+/// Judges a whole body: every string value (SPEC §12.4), or the body as one
+/// text when it is not JSON; stops at the first FATAL string.
+fn judge(state: &AppState, ev: &Evaluator, body: &[u8], noted: &mut Option<Noted>) -> Verdict {
+    let mut judge = Judge::new(ev, state.config.normalize, Some(&state.metrics));
+    let verdict = judge_body(&mut judge, body, state.config.limits.max_texts);
+    if let Some(d) = judge.deciding() {
+        *noted = Some(Noted {
+            action: d.action.to_string(),
+            receipt: d.receipt_hash.clone(),
+        });
     }
-    if !changed {
-        return Verdict::Pass;
-    }
-    match serde_json::to_vec(&Value::Object(obj)) {
-        Ok(bytes) => Verdict::Replace(bytes),
-        Err(_) => Verdict::Invalid("the redacted body could not be written".into()),
+    match verdict {
+        Err(e) => Verdict::Invalid(body_error(&e)),
+        Ok(BodyVerdict::Pass) => Verdict::Pass,
+        Ok(BodyVerdict::Rewrite(bytes)) => Verdict::Replace(bytes),
+        Ok(BodyVerdict::Refuse) => match judge.deciding() {
+            Some(d) => Verdict::Refuse(violation_body(d)),
+            None => Verdict::Invalid(ApiError::internal(
+                "internal error (a bug): a refusal without a decision",
+            )),
+        },
     }
 }
 
@@ -943,9 +909,20 @@ fn header(h: &HttpHeaders, name: &str) -> Option<String> {
         })
 }
 
-/// The content coding of a body, unless it is `identity`.
+/// The content coding of a body, from every `content-encoding` line,
+/// unless it is `identity` (SPEC §12.4).
 fn compressed(h: &HttpHeaders) -> Option<String> {
-    header(h, "content-encoding")
-        .map(|e| e.trim().to_ascii_lowercase())
-        .filter(|e| !e.is_empty() && e != "identity")
+    let map: &HeaderMap = h.headers.as_ref()?;
+    content_coding(
+        map.headers
+            .iter()
+            .filter(|v| v.key.eq_ignore_ascii_case("content-encoding"))
+            .map(|v| {
+                if v.raw_value.is_empty() {
+                    v.value.as_bytes()
+                } else {
+                    v.raw_value.as_slice()
+                }
+            }),
+    )
 }

@@ -13,12 +13,17 @@ use crate::engine::{
     Evaluator, OwnedStreamSession, Severity, StreamOptions, HOLDBACK_ACTION, HOLDBACK_REASON,
 };
 use serde_json::{json, Map, Value};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
 /// Most streamed text fields (choices, tool calls, content blocks) one reply
 /// may have; beyond it the stream is refused (fail closed).
 pub const MAX_FIELDS: usize = 256;
+
+/// Longest string, in bytes, remembered as clean.
+const CLEAN_CACHE_BYTES: usize = 128;
+/// Most strings remembered as clean per stream.
+const CLEAN_CACHE_ENTRIES: usize = 256;
 
 /// Why a stream stopped: the refusing action and its reason.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -54,12 +59,15 @@ impl Refusal {
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Seg {
     Key(&'static str),
+    /// A key read from the event itself.
+    Name(String),
     Idx(usize),
 }
 
 fn at<'v>(v: &'v mut Value, path: &[Seg]) -> Option<&'v mut Value> {
     path.iter().try_fold(v, |v, seg| match seg {
         Seg::Key(k) => v.get_mut(*k),
+        Seg::Name(k) => v.get_mut(k.as_str()),
         Seg::Idx(i) => v.get_mut(*i),
     })
 }
@@ -91,6 +99,7 @@ fn string_at(v: &Value, path: &[Seg]) -> bool {
     for seg in path {
         let next = match seg {
             Seg::Key(k) => v.get(*k),
+            Seg::Name(k) => v.get(k.as_str()),
             Seg::Idx(i) => v.get(*i),
         };
         match next {
@@ -114,13 +123,31 @@ enum Before {
     All,
 }
 
-/// Whether `end_after` entry `k` ends the session `key`: `c0` ends choice 0's
-/// text, `c0.t` every tool call of choice 0.
+/// Whether the session `key` is `k` or one of its fields (`c0` holds
+/// `c0.content`, `c0.t1`, …; `a2` holds `a2.text`).
 fn ends(k: &str, key: &str) -> bool {
-    key == k || (k.ends_with(".t") && key.starts_with(k))
+    key.strip_prefix(k)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with('.'))
 }
 
-/// The streamed fields of an event, by format.
+/// The streamed text fields of an event, by format (SPEC §12.3, §12.4).
+/// Every string an event carries outside them is judged whole with the
+/// event, so an event of a kind not named here never passes unjudged text.
+///
+/// - OpenAI chat: every string field of `choices[].delta` (`content`,
+///   `refusal`, `reasoning_content`, …, but `role`), `delta.function_call.
+///   arguments`, `delta.tool_calls[].function.arguments` and `delta.audio.
+///   transcript`; completions `choices[].text`. `finish_reason` ends the
+///   choice's sessions.
+/// - Anthropic: every string field of a `content_block_delta`'s `delta`
+///   (`text`, `partial_json`, `thinking`, `signature`, …, but `type`) and a
+///   `content_block_start`'s `text` or `thinking`; `content_block_stop` ends
+///   the block's sessions, `message_stop` all of them.
+/// - OpenAI responses: every `response.*.delta` event's string `delta`
+///   (output and refusal text, function, custom tool and MCP call arguments,
+///   reasoning and summaries, code, transcripts, and kinds to come); the
+///   matching `.done` event ends its session, `response.completed`,
+///   `.incomplete` and `.failed` all of them.
 fn plan(v: &Value) -> Plan {
     let mut p = Plan::default();
     let kind = v.get("type").and_then(Value::as_str).unwrap_or("");
@@ -134,14 +161,30 @@ fn plan(v: &Value) -> Plan {
                     p.fields.push(Field { key, path });
                 }
             };
-            push(format!("c{idx}"), &[Seg::Key("delta"), Seg::Key("content")]);
-            push(format!("c{idx}"), &[Seg::Key("text")]);
-            if let Some(calls) = c
-                .get("delta")
-                .and_then(|d| d.get("tool_calls"))
-                .and_then(Value::as_array)
-            {
-                for (j, call) in calls.iter().enumerate() {
+            push(format!("c{idx}.text"), &[Seg::Key("text")]);
+            if let Some(delta) = c.get("delta").and_then(Value::as_object) {
+                for (name, field) in delta {
+                    if field.is_string() && name != "role" {
+                        push(
+                            format!("c{idx}.{name}"),
+                            &[Seg::Key("delta"), Seg::Name(name.clone())],
+                        );
+                    }
+                }
+                push(
+                    format!("c{idx}.function_call"),
+                    &[
+                        Seg::Key("delta"),
+                        Seg::Key("function_call"),
+                        Seg::Key("arguments"),
+                    ],
+                );
+                push(
+                    format!("c{idx}.audio"),
+                    &[Seg::Key("delta"), Seg::Key("audio"), Seg::Key("transcript")],
+                );
+                let calls = delta.get("tool_calls").and_then(Value::as_array);
+                for (j, call) in calls.into_iter().flatten().enumerate() {
                     let t = index_of(call, "index", j);
                     push(
                         format!("c{idx}.t{t}"),
@@ -157,7 +200,6 @@ fn plan(v: &Value) -> Plan {
             }
             if c.get("finish_reason").is_some_and(|f| !f.is_null()) {
                 p.end_after.push(format!("c{idx}"));
-                p.end_after.push(format!("c{idx}.t"));
             }
         }
         return p;
@@ -165,58 +207,58 @@ fn plan(v: &Value) -> Plan {
     let block = || format!("a{}", index_of(v, "index", 0));
     match kind {
         "content_block_delta" => {
-            for f in ["text", "partial_json"] {
-                let path = vec![Seg::Key("delta"), Seg::Key(f)];
-                if string_at(v, &path) {
-                    p.fields.push(Field { key: block(), path });
+            if let Some(delta) = v.get("delta").and_then(Value::as_object) {
+                for (name, field) in delta {
+                    if field.is_string() && name != "type" {
+                        p.fields.push(Field {
+                            key: format!("{}.{name}", block()),
+                            path: vec![Seg::Key("delta"), Seg::Name(name.clone())],
+                        });
+                    }
                 }
             }
         }
         "content_block_start" => {
-            let path = vec![Seg::Key("content_block"), Seg::Key("text")];
-            if string_at(v, &path) {
-                p.fields.push(Field { key: block(), path });
-                let delta = json!({"type": "content_block_delta", "index": index_of(v, "index", 0),
-                    "delta": {"type": "text_delta", "text": ""}});
-                p.template = Some((
-                    vec!["event: content_block_delta".into()],
-                    delta,
-                    vec![Seg::Key("delta"), Seg::Key("text")],
-                ));
+            for (name, delta_type) in [("text", "text_delta"), ("thinking", "thinking_delta")] {
+                let path = vec![Seg::Key("content_block"), Seg::Name(name.into())];
+                if string_at(v, &path) {
+                    p.fields.push(Field {
+                        key: format!("{}.{name}", block()),
+                        path,
+                    });
+                    let delta = json!({"type": "content_block_delta", "index": index_of(v, "index", 0),
+                        "delta": {"type": delta_type, name: ""}});
+                    p.template = Some((
+                        vec!["event: content_block_delta".into()],
+                        delta,
+                        vec![Seg::Key("delta"), Seg::Name(name.into())],
+                    ));
+                }
             }
         }
         "content_block_stop" => p.end_before = Before::Some(vec![block()]),
         "message_stop" | "response.completed" | "response.incomplete" | "response.failed" => {
             p.end_before = Before::All;
         }
-        "response.output_text.delta" | "response.refusal.delta" => {
-            let key = format!(
-                "r{}.{}",
-                index_of(v, "output_index", 0),
-                index_of(v, "content_index", 0)
-            );
-            if string_at(v, &[Seg::Key("delta")]) {
-                p.fields.push(Field {
-                    key,
-                    path: vec![Seg::Key("delta")],
-                });
+        _ if kind.starts_with("response.") => {
+            let key = |base: &str| {
+                format!(
+                    "{base}#{}.{}.{}",
+                    index_of(v, "output_index", 0),
+                    index_of(v, "content_index", 0),
+                    index_of(v, "summary_index", 0)
+                )
+            };
+            if let Some(base) = kind.strip_suffix(".delta") {
+                if string_at(v, &[Seg::Key("delta")]) {
+                    p.fields.push(Field {
+                        key: key(base),
+                        path: vec![Seg::Key("delta")],
+                    });
+                }
+            } else if let Some(base) = kind.strip_suffix(".done") {
+                p.end_before = Before::Some(vec![key(base)]);
             }
-        }
-        "response.function_call_arguments.delta" if string_at(v, &[Seg::Key("delta")]) => {
-            p.fields.push(Field {
-                key: format!("f{}", index_of(v, "output_index", 0)),
-                path: vec![Seg::Key("delta")],
-            });
-        }
-        "response.output_text.done" | "response.refusal.done" => {
-            p.end_before = Before::Some(vec![format!(
-                "r{}.{}",
-                index_of(v, "output_index", 0),
-                index_of(v, "content_index", 0)
-            )]);
-        }
-        "response.function_call_arguments.done" => {
-            p.end_before = Before::Some(vec![format!("f{}", index_of(v, "output_index", 0))]);
         }
         _ => {}
     }
@@ -248,6 +290,8 @@ pub struct SseRewriter {
     /// Sessions that ended, and whether each blocked (for the metrics).
     ended_sessions: Vec<bool>,
     redacted: bool,
+    /// Short strings already judged clean (see [`SseRewriter::judge_whole`]).
+    clean: HashSet<String>,
 }
 
 impl std::fmt::Debug for SseRewriter {
@@ -265,7 +309,7 @@ impl std::fmt::Debug for SseRewriter {
 pub fn error_event(r: &Refusal) -> Vec<u8> {
     let body = json!({"error": {
         "message": r.reason,
-        "type": super::super::envoy::POLICY_VIOLATION,
+        "type": super::super::gateway::POLICY_VIOLATION,
         "code": r.action,
     }});
     format!("data: {body}\n\n").into_bytes()
@@ -284,6 +328,7 @@ impl SseRewriter {
             refused: None,
             ended_sessions: Vec::new(),
             redacted: false,
+            clean: HashSet::new(),
         }
     }
 
@@ -435,32 +480,48 @@ impl SseRewriter {
             Before::All => self.end_all(out),
             Before::Some(keys) => {
                 for k in keys {
-                    self.end_stream(k, out);
+                    let under: Vec<String> = self
+                        .streams
+                        .keys()
+                        .filter(|key| ends(k, key))
+                        .cloned()
+                        .collect();
+                    for key in under {
+                        self.end_stream(&key, out);
+                    }
                 }
             }
         }
         if self.refused.is_some() {
             return;
         }
+        // The streamed pieces go through their sessions; every other string
+        // of the event is judged whole, each on its own.
+        let pieces: Vec<Option<String>> = p
+            .fields
+            .iter()
+            .map(|f| match at(&mut v, &f.path) {
+                Some(Value::String(s)) => Some(std::mem::take(s)),
+                _ => None,
+            })
+            .collect();
+        let changed = match self.judge_whole(&mut v) {
+            Err(r) => return self.refuse(r, out),
+            Ok(changed) => changed,
+        };
         if p.fields.is_empty() && p.end_after.is_empty() {
-            // No streamed field: judged whole, each string on its own.
-            match self.judge_whole(&mut v) {
-                Err(r) => self.refuse(r, out),
-                Ok(false) => passthrough(raw, out),
-                Ok(true) => write_json_event(&lines, &v, out),
+            if changed {
+                write_json_event(&lines, &v, out);
+            } else {
+                passthrough(raw, out);
             }
             return;
         }
         // The template of a field seen for the first time: this event with
-        // every streamed field empty and no finish.
+        // every streamed field empty (they are, now) and no finish.
         let fresh = p.fields.iter().any(|f| !self.streams.contains_key(&f.key));
         let template = fresh.then(|| {
             let mut t = v.clone();
-            for f in &p.fields {
-                if let Some(s) = at(&mut t, &f.path) {
-                    *s = Value::String(String::new());
-                }
-            }
             if let Some(choices) = t.get_mut("choices").and_then(Value::as_array_mut) {
                 for c in choices {
                     if let Some(f) = c.get_mut("finish_reason") {
@@ -478,11 +539,8 @@ impl SseRewriter {
             t
         });
         let mut written: Vec<(Vec<Seg>, String)> = Vec::new();
-        for f in &p.fields {
-            let piece = match at(&mut v, &f.path) {
-                Some(Value::String(s)) => std::mem::take(s),
-                _ => continue,
-            };
+        for (f, piece) in p.fields.iter().zip(pieces) {
+            let Some(piece) = piece else { continue };
             let make = || match &p.template {
                 Some((l, t, path)) => (l.clone(), t.clone(), path.clone()),
                 None => (
@@ -639,35 +697,36 @@ impl SseRewriter {
     }
 
     /// Judges every string of an event on its own; whether one changed, or
-    /// the refusal of a FATAL one (with `block_on_fatal`).
+    /// the refusal of a FATAL one (with `block_on_fatal`). Short strings
+    /// found clean are remembered: ids, model names and event kinds repeat
+    /// in every event of a stream.
     fn judge_whole(&mut self, v: &mut Value) -> Result<bool, Refusal> {
         let mut changed = false;
-        let mut stack = vec![v];
-        while let Some(v) = stack.pop() {
-            match v {
-                Value::String(s) => {
-                    let d = self.ev.evaluate_with(s, self.opts.normalize);
-                    match d.severity {
-                        None => {}
-                        Some(Severity::Fatal) if self.opts.block_on_fatal => {
-                            return Err(Refusal {
-                                action: d.action.to_string(),
-                                reason: d.reason.unwrap_or(d.action).to_string(),
-                            })
-                        }
-                        Some(Severity::Fatal) => {
-                            *s = self.ev.redacted_text(s);
-                            changed = true;
-                        }
-                        Some(_) => {
-                            *s = d.clean_text;
-                            changed = true;
-                        }
+        for s in crate::json_text::strings_mut(v) {
+            if self.clean.contains(s.as_str()) {
+                continue;
+            }
+            let d = self.ev.evaluate_with(s, self.opts.normalize);
+            match d.severity {
+                None => {
+                    if s.len() <= CLEAN_CACHE_BYTES && self.clean.len() < CLEAN_CACHE_ENTRIES {
+                        self.clean.insert(s.clone());
                     }
                 }
-                Value::Array(a) => stack.extend(a.iter_mut()),
-                Value::Object(o) => stack.extend(o.values_mut()),
-                _ => {}
+                Some(Severity::Fatal) if self.opts.block_on_fatal => {
+                    return Err(Refusal {
+                        action: d.action.to_string(),
+                        reason: d.reason.unwrap_or(d.action).to_string(),
+                    })
+                }
+                Some(Severity::Fatal) => {
+                    *s = self.ev.redacted_text_with(s, self.opts.normalize);
+                    changed = true;
+                }
+                Some(_) => {
+                    *s = d.clean_text;
+                    changed = true;
+                }
             }
         }
         self.redacted |= changed;

@@ -11,8 +11,25 @@ fn evaluator() -> Evaluator {
     Evaluator::new("t.p.v1", "1", &rules).unwrap()
 }
 
-fn call(input_type: &str, texts: &[&str]) -> Call {
-    parse_call(&json!({"input_type": input_type, "texts": texts, "model": "x"})).unwrap()
+/// A call as LiteLLM sends it: its body, and what `parse_call` reads of it.
+struct TestCall {
+    body: Vec<u8>,
+    call: Call,
+}
+
+fn call(input_type: &str, texts: &[&str]) -> TestCall {
+    call_of(json!({"input_type": input_type, "texts": texts, "model": "x"}))
+}
+
+fn call_of(body: Value) -> TestCall {
+    TestCall {
+        call: parse_call(&body).unwrap(),
+        body: serde_json::to_vec(&body).unwrap(),
+    }
+}
+
+fn judged(ev: &Evaluator, c: &TestCall, opts: StreamOptions) -> Value {
+    serde_json::to_value(judge(ev, None, &c.body, &c.call, opts, 10_000).unwrap().0).unwrap()
 }
 
 fn opts(max_holdback_chars: usize, normalize: Normalize) -> StreamOptions {
@@ -23,16 +40,15 @@ fn opts(max_holdback_chars: usize, normalize: Normalize) -> StreamOptions {
     }
 }
 
-fn answer_json(ev: &Evaluator, c: &Call) -> Value {
-    serde_json::to_value(judge(ev, c, opts(65536, Normalize::None)).0).unwrap()
+fn answer_json(ev: &Evaluator, c: &TestCall) -> Value {
+    judged(ev, c, opts(65536, Normalize::None))
 }
 
 #[test]
 fn engine_normalize_evasion_sees_through_full_width_digits_and_joiners() {
     let ev = evaluator();
-    let judged = |input: &str, text: &str, n: Normalize| {
-        serde_json::to_value(judge(&ev, &call(input, &[text]), opts(65536, n)).0).unwrap()
-    };
+    let judged =
+        |input: &str, text: &str, n: Normalize| judged(&ev, &call(input, &[text]), opts(65536, n));
     let ssn = "SSN １２３-４５-６７８９ on file";
     assert_eq!(
         judged("request", ssn, Normalize::None),
@@ -237,15 +253,11 @@ fn an_ssn_mid_stream_blocks_before_any_digit_is_sent() {
 fn the_hold_back_limit_fails_closed() {
     let ev = evaluator();
     let long = format!("x {}", "a".repeat(100));
-    let a = serde_json::to_value(
-        judge(
-            &ev,
-            &call("response", &[long.as_str()]),
-            opts(50, Normalize::None),
-        )
-        .0,
-    )
-    .unwrap();
+    let a = judged(
+        &ev,
+        &call("response", &[long.as_str()]),
+        opts(50, Normalize::None),
+    );
     assert_eq!(
         a,
         json!({"action": "BLOCKED", "blocked_reason": crate::engine::HOLDBACK_REASON})

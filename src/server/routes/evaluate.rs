@@ -34,8 +34,27 @@ pub(crate) const INLINE_BYTES: usize = 64 * 1024;
 /// slot and, for a large body, the memory reserved for it.
 #[derive(Debug)]
 pub(crate) struct Held {
-    pub(crate) _slot: OwnedSemaphorePermit,
+    /// The slot, until a handler takes it for work of its own ([`Held::take_slot`]).
+    pub(crate) slot: std::sync::Mutex<Option<OwnedSemaphorePermit>>,
     pub(crate) _body: Option<OwnedSemaphorePermit>,
+}
+
+impl Held {
+    /// The slot's permit, if no one took it yet.
+    pub(crate) fn take_slot(&self) -> Option<OwnedSemaphorePermit> {
+        self.slot
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take()
+    }
+
+    /// Whether the slot is still held here.
+    pub(crate) fn holds_slot(&self) -> bool {
+        self.slot
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .is_some()
+    }
 }
 
 tokio::task_local! {

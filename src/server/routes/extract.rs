@@ -11,7 +11,7 @@ use crate::error::ErrorName;
 use crate::request::{self, BodyError, EvaluateRequest};
 use axum::body::Bytes;
 use axum::extract::{FromRequest, Request};
-use axum::http::header::{CONTENT_LENGTH, CONTENT_TYPE};
+use axum::http::header::{CONTENT_ENCODING, CONTENT_LENGTH, CONTENT_TYPE};
 use axum::http::HeaderMap;
 use serde_json::{Map, Value};
 
@@ -24,6 +24,12 @@ pub(crate) struct RawBody(pub Bytes);
 /// strictly.
 #[derive(Debug)]
 pub(crate) struct JsonBody(pub Value);
+
+/// The bytes of a JSON body (`Content-Type: application/json` or
+/// `…+json`), not parsed yet: for a route that reads it with
+/// [`crate::json_text`].
+#[derive(Debug)]
+pub(crate) struct JsonBytes(pub Bytes);
 
 /// An evaluation body: [`EvaluateRequest`]'s fields, and the object's other
 /// fields for the route's own options.
@@ -53,6 +59,14 @@ impl FromRequest<AppStateRef> for JsonBody {
         request::parse_strict(&bytes)
             .map(JsonBody)
             .map_err(|e| bad_body(BodyError::Json(e)))
+    }
+}
+
+impl FromRequest<AppStateRef> for JsonBytes {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &AppStateRef) -> Result<Self, ApiError> {
+        json_bytes(req, state).await.map(JsonBytes)
     }
 }
 
@@ -136,6 +150,10 @@ pub(crate) fn is_length_limit(e: &(dyn std::error::Error + 'static)) -> bool {
 /// A request body of at most `limit` bytes (413 `PayloadTooLargeError`
 /// over it, declared or sent; 400 if it cannot be read).
 async fn read_body(req: Request, limit: usize) -> Result<Bytes, ApiError> {
+    // Before any other look at the body (SPEC §12.4): nothing is decoded.
+    if let Some(coding) = request_coding(req.headers()) {
+        return Err(compressed_request(&coding));
+    }
     if declares_over(req.headers(), limit) {
         return Err(too_large(limit));
     }
@@ -148,4 +166,81 @@ async fn read_body(req: Request, limit: usize) -> Result<Bytes, ApiError> {
                 ApiError::bad_request("the request body could not be read")
             }
         })
+}
+
+/// The first content coding other than `identity` in `content-encoding`
+/// values (each header line, each comma-separated element), as a short
+/// printable name for messages; `None` when the body is not encoded.
+pub(crate) fn content_coding<'a>(values: impl IntoIterator<Item = &'a [u8]>) -> Option<String> {
+    for value in values {
+        let Ok(value) = std::str::from_utf8(value) else {
+            return Some("(unreadable)".into());
+        };
+        for coding in value.split(',').map(str::trim) {
+            if coding.is_empty() || coding.eq_ignore_ascii_case("identity") {
+                continue;
+            }
+            // A header value, not payload; still kept short and printable.
+            let name: String = coding
+                .chars()
+                .filter(|c| c.is_ascii_alphanumeric() || "-_.+".contains(*c))
+                .take(32)
+                .collect();
+            return Some(if name.is_empty() {
+                "(unnamed)".into()
+            } else {
+                name.to_ascii_lowercase()
+            });
+        }
+    }
+    None
+}
+
+/// The coding of an HTTP request's body, from every `Content-Encoding` line.
+pub(crate) fn request_coding(headers: &HeaderMap) -> Option<String> {
+    content_coding(
+        headers
+            .get_all(CONTENT_ENCODING)
+            .iter()
+            .map(|v| v.as_bytes()),
+    )
+}
+
+/// 415 for a compressed request body: nothing is decoded on the way (SPEC
+/// §12.4), so what it holds cannot be judged.
+pub(crate) fn compressed_request(coding: &str) -> ApiError {
+    ApiError::new(
+        ErrorName::UnsupportedMediaTypeError,
+        format!("the request body is compressed (content-encoding: {coding}); compressed bodies are not inspected: send it uncompressed"),
+    )
+}
+
+/// 502 for a compressed reply: the upstream, not the client, is at fault.
+pub(crate) fn compressed_reply(coding: &str) -> ApiError {
+    ApiError::new(
+        ErrorName::UnsupportedMediaTypeError,
+        format!("the reply is compressed (content-encoding: {coding}); compressed bodies are not inspected"),
+    )
+    .in_reply()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_coding_of_every_line_counts() {
+        let c = |v: &[&str]| content_coding(v.iter().map(|s| s.as_bytes()));
+        assert_eq!(c(&[]), None);
+        assert_eq!(c(&["identity"]), None);
+        assert_eq!(c(&["", " Identity , "]), None);
+        assert_eq!(c(&["identity", "gzip"]).as_deref(), Some("gzip"));
+        assert_eq!(c(&["identity, BR"]).as_deref(), Some("br"));
+        assert_eq!(c(&["x\u{1b}[31m"]).as_deref(), Some("x31m"));
+        assert_eq!(c(&["\u{1b}"]).as_deref(), Some("(unnamed)"));
+        assert_eq!(
+            content_coding([&b"\xff"[..]]).as_deref(),
+            Some("(unreadable)")
+        );
+    }
 }

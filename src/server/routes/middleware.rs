@@ -247,12 +247,16 @@ pub(super) async fn concurrency(
     };
     // Shared with work sent off the async workers, which keeps it while it
     // runs, even past a 503 (`off_workers`): the slot and the body's memory.
-    let permit = Arc::new(super::evaluate::Held {
-        _slot: permit,
+    // A handler whose work outlives its response (a stream session) takes
+    // the slot along ([`Slot`]) and frees it when that work ends.
+    let held = Arc::new(super::evaluate::Held {
+        slot: std::sync::Mutex::new(Some(permit)),
         _body: reserved,
     });
+    let mut req = req;
+    req.extensions_mut().insert(Slot(Arc::clone(&held)));
     let resp = super::evaluate::SLOT
-        .scope(Arc::clone(&permit), next.run(req))
+        .scope(Arc::clone(&held), next.run(req))
         .await;
     // Every route's answer is held to the limit; the evaluation routes
     // already stop serialising at it, this catches any other.
@@ -267,18 +271,30 @@ pub(super) async fn concurrency(
         .headers()
         .get(CONTENT_TYPE)
         .is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"));
-    if streaming {
+    if streaming && held.holds_slot() {
         // A stream's work goes on while its body is sent: the slot is held
         // until the body ends (or the client goes away).
         let (parts, body) = resp.into_parts();
         let body = http_body_util::BodyExt::map_frame(body, move |frame| {
-            let _held = &permit;
+            let _held = &held;
             frame
         });
         return Response::from_parts(parts, Body::new(body));
     }
-    drop(permit);
+    drop(held);
     resp
+}
+
+/// The concurrency slot of a request, in its extensions: a handler may take
+/// it ([`Slot::take`]) to hold it for work that goes on after its response.
+#[derive(Debug, Clone)]
+pub(crate) struct Slot(Arc<super::evaluate::Held>);
+
+impl Slot {
+    /// The permit, if no one took it yet.
+    pub(crate) fn take(&self) -> Option<tokio::sync::OwnedSemaphorePermit> {
+        self.0.take_slot()
+    }
 }
 
 #[cfg(test)]

@@ -23,8 +23,11 @@ pub use middleware::{API_KEY_HEADER, MAX_REQUEST_ID_LEN, QUEUE_WAIT, REQUEST_ID_
 
 pub(crate) use error::{layer_error_json, panic_response, LayerMessages};
 pub(crate) use evaluate::{choose, off_workers, serving, INLINE_BYTES};
-pub(crate) use extract::{check_content_type, EvaluateBody, JsonBody, RawBody};
-pub(crate) use middleware::{drop_unusable_request_id, method_label, noted};
+pub(crate) use extract::{
+    check_content_type, compressed_reply, compressed_request, content_coding, EvaluateBody,
+    JsonBytes, RawBody,
+};
+pub(crate) use middleware::{drop_unusable_request_id, method_label, noted, Slot};
 
 use super::AppState;
 use crate::error::ErrorName;

@@ -1,0 +1,201 @@
+//! What the gateway routes share (SPEC §12): how a body is judged (every
+//! string value, SPEC §12.4, through [`crate::json_text`]), which decision
+//! speaks for an exchange, the refusal body, the pack header, and the
+//! refusal of compressed bodies. ext_authz, ext_proc and the LiteLLM route
+//! all judge through here, so no two of them can read a body differently.
+//! Nothing here logs or returns any part of a payload.
+
+use super::metrics::Metrics;
+use super::routes::ApiError;
+use crate::engine::{Decision, Evaluator, Normalize, Severity};
+use crate::json_text::{self, Body, BodyError};
+use crate::ErrorName;
+use axum::http::HeaderMap;
+use serde_json::{json, Value};
+
+/// The request header that names a pack on the gateway routes (SPEC §12).
+pub const PACK_HEADER: &str = "x-helixor-pack";
+/// The deciding action, on an allowed request.
+pub const ACTION_HEADER: &str = "x-helixor-action";
+/// The deciding decision's receipt hash, on an allowed request.
+pub const RECEIPT_HEADER: &str = "x-helixor-receipt";
+/// `error.type` of a refused request.
+pub const POLICY_VIOLATION: &str = "helixor_policy_violation";
+
+/// The pack named by the `x-helixor-pack` header, if any (SPEC §12).
+pub(super) fn pack_header(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
+    match headers.get(PACK_HEADER) {
+        None => Ok(None),
+        Some(v) => v
+            .to_str()
+            .map(|s| Some(s.trim().to_string()))
+            .map_err(|_| ApiError::bad_request(format!("the {PACK_HEADER} header is not text"))),
+    }
+}
+
+/// The `x-helixor-pack` header as an extractor: a header that is not text
+/// is a 400 before the body is read.
+pub(super) struct PackHeader(pub Option<String>);
+
+impl<S: Send + Sync> axum::extract::FromRequestParts<S> for PackHeader {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        _state: &S,
+    ) -> Result<Self, ApiError> {
+        pack_header(&parts.headers).map(PackHeader)
+    }
+}
+
+/// The HTTP error of a body that cannot be judged: 413 past
+/// `limits.max_texts`, else 400.
+pub(crate) fn body_error(e: &BodyError) -> ApiError {
+    match e {
+        BodyError::TooManyStrings { .. } => {
+            ApiError::new(ErrorName::PayloadTooLargeError, e.to_string())
+        }
+        _ => ApiError::bad_request(e.to_string()),
+    }
+}
+
+/// What one judged string needs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Need {
+    /// Nothing matched: it goes on as it is.
+    Keep,
+    /// It goes on as this clean text.
+    Redact(String),
+    /// A FATAL rule matched: the exchange is refused.
+    Refuse,
+}
+
+/// Judges the strings of one exchange with one pack, and keeps the decision
+/// that speaks for it (SPEC §12.2): the first FATAL one, else the first
+/// that redacted, else the first.
+pub(crate) struct Judge<'e, 'm> {
+    ev: &'e Evaluator,
+    normalize: Normalize,
+    metrics: Option<&'m Metrics>,
+    deciding: Option<Decision<'e>>,
+    /// The FATAL rules that matched, each once, in the order met.
+    fatal_ids: Vec<&'e str>,
+}
+
+impl<'e, 'm> Judge<'e, 'm> {
+    /// A judge for the strings of one exchange; every decision is counted in
+    /// `metrics` when given.
+    pub(crate) fn new(
+        ev: &'e Evaluator,
+        normalize: Normalize,
+        metrics: Option<&'m Metrics>,
+    ) -> Self {
+        Self {
+            ev,
+            normalize,
+            metrics,
+            deciding: None,
+            fatal_ids: Vec::new(),
+        }
+    }
+
+    /// Judges one string.
+    pub(crate) fn judge(&mut self, text: &str) -> Need {
+        let mut d = self.ev.evaluate_with(text, self.normalize);
+        if let Some(m) = self.metrics {
+            m.observe_decision(&d);
+        }
+        for t in &d.triggers {
+            if t.severity == Severity::Fatal && !self.fatal_ids.contains(&t.rule_id) {
+                self.fatal_ids.push(t.rule_id);
+            }
+        }
+        let speaks = match (&self.deciding, d.severity) {
+            (None, _) => true,
+            (Some(cur), Some(Severity::Fatal)) => cur.severity != Some(Severity::Fatal),
+            (Some(cur), Some(Severity::Warning)) => cur.severity.is_none(),
+            (Some(_), None) => false,
+        };
+        let need = match d.severity {
+            Some(Severity::Fatal) => Need::Refuse,
+            None => Need::Keep,
+            Some(Severity::Warning) if speaks => Need::Redact(d.clean_text.clone()),
+            Some(Severity::Warning) => Need::Redact(std::mem::take(&mut d.clean_text)),
+        };
+        if speaks {
+            self.deciding = Some(d);
+        }
+        need
+    }
+
+    /// The decision that speaks so far (`None` before any string).
+    pub(crate) fn deciding(&self) -> Option<&Decision<'e>> {
+        self.deciding.as_ref()
+    }
+
+    /// The decision that speaks, taken.
+    pub(crate) fn into_deciding(self) -> Option<Decision<'e>> {
+        self.deciding
+    }
+
+    /// The FATAL rules met so far, each once, in order (empty: no refusal).
+    pub(crate) fn fatal_ids(&self) -> &[&'e str] {
+        &self.fatal_ids
+    }
+}
+
+/// The verdict on a whole body.
+#[derive(Debug)]
+pub(crate) enum Verdict {
+    /// Nothing to change.
+    Pass,
+    /// The body with every redacted string rewritten in place.
+    Rewrite(Vec<u8>),
+    /// A FATAL string: the exchange is refused.
+    Refuse,
+}
+
+/// Judges every string value of `body` (SPEC §12.4), or the body as one
+/// text when it is not JSON; stops at the first FATAL string. At most
+/// `max_texts` strings.
+pub(crate) fn judge_body(
+    judge: &mut Judge<'_, '_>,
+    body: &[u8],
+    max_texts: usize,
+) -> Result<Verdict, BodyError> {
+    match json_text::read(body, max_texts)? {
+        Body::Text(text) => Ok(match judge.judge(text) {
+            Need::Keep => Verdict::Pass,
+            Need::Redact(clean) => Verdict::Rewrite(clean.into_bytes()),
+            Need::Refuse => Verdict::Refuse,
+        }),
+        Body::Json(strings) => {
+            let mut edits = Vec::new();
+            for s in &strings {
+                match judge.judge(&s.text) {
+                    Need::Keep => {}
+                    Need::Redact(clean) => edits.push((s.span.clone(), clean)),
+                    Need::Refuse => return Ok(Verdict::Refuse),
+                }
+            }
+            if edits.is_empty() {
+                return Ok(Verdict::Pass);
+            }
+            Ok(Verdict::Rewrite(json_text::rewrite(
+                body,
+                edits
+                    .iter()
+                    .map(|(span, clean)| (span.clone(), clean.as_str())),
+            )))
+        }
+    }
+}
+
+/// The 403 body of a refused exchange (SPEC §12.2): no part of the payload.
+pub fn violation_body(d: &Decision<'_>) -> Value {
+    json!({"error": {
+        "message": d.reason.unwrap_or(d.action),
+        "type": POLICY_VIOLATION,
+        "code": d.action,
+    }})
+}
