@@ -202,7 +202,7 @@ pub fn seal_with_nonce(
 /// Reads a pack file, refusing one over [`MAX_PACK_BYTES`] before reading it whole.
 pub fn read_pack_file(path: &Path) -> Result<Vec<u8>, PackError> {
     let name = path.display();
-    crate::capped::read_file_capped(path, MAX_PACK_BYTES).map_err(|e| match e {
+    crate::capped::read_regular_file_capped(path, MAX_PACK_BYTES).map_err(|e| match e {
         crate::capped::CappedError::Io(e) if crate::capped::is_exhaustion(&e) => {
             PackError::io(format_args!("{name}: cannot read pack"), e)
         }

@@ -232,9 +232,49 @@ pub trait Named {
     }
 }
 
+/// Whether `c` must not reach a terminal or a log line raw: a C0 or C1
+/// control character (escape sequences, carriage returns that overwrite
+/// what was printed) or a bidirectional formatting character (which
+/// reorders what is shown).
+fn is_unprintable(c: char) -> bool {
+    c.is_control()
+        || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+/// `text` with every control and bidirectional formatting character
+/// escaped as `\u{1b}`: what a remote server said, made safe to print to a
+/// terminal or a log (an answer can carry escape sequences that rewrite
+/// the screen or forge lines). Borrowed when there is nothing to escape.
+pub fn escape_controls(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(is_unprintable) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if is_unprintable(c) {
+            out.push_str(&format!("\\u{{{:x}}}", u32::from(c)));
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn control_characters_are_escaped() {
+        assert!(matches!(
+            escape_controls("plain text, é 会"),
+            std::borrow::Cow::Borrowed(_)
+        ));
+        assert_eq!(
+            escape_controls("a\u{1b}[2Jb\r\nc\u{7f}\u{9b}d\u{202e}e\tf"),
+            "a\\u{1b}[2Jb\\u{d}\\u{a}c\\u{7f}\\u{9b}d\\u{202e}e\\u{9}f"
+        );
+    }
 
     #[test]
     fn every_name_parses_back() {

@@ -145,6 +145,22 @@ pub fn check_cost(p: &CompiledPattern) -> Result<cost::CostReport, String> {
     )
 }
 
+/// The pack check of SPEC §11.4 ([`cost::check_pack`]): `patterns`, a
+/// pack's custom rules and its codons, measured together.
+pub fn check_pack_cost(
+    patterns: &[&CompiledPattern],
+) -> Result<cost::PackCost, cost::PackCostError> {
+    let forms: Vec<cost::PackPattern<'_>> = patterns
+        .iter()
+        .map(|p| cost::PackPattern {
+            exact: &p.exact_src,
+            filter: p.filter_regex.as_ref().map(|_| p.filter.as_str()),
+            required: p.required.as_deref(),
+        })
+        .collect();
+    cost::check_pack(&forms)
+}
+
 type ByteSet = [bool; 256];
 
 /// A rough frequency rank of a byte in prompts (higher is more common), used
@@ -253,6 +269,15 @@ fn config() -> meta::Config {
         .dfa_size_limit(Some(PATTERN_SIZE_LIMIT))
         .hybrid_cache_capacity(PATTERN_DFA_LIMIT)
 }
+
+/// Above this many candidate patterns, the engine narrows them with one
+/// pass of their combined set ([`build_set`]) before any per-pattern
+/// search. Below it, per-pattern searches win: most rules have literals the
+/// regex engine skips ahead with, while the set's overlapping DFA pass
+/// costs about 1.7 ns a byte whatever the rules (measured: 64 KiB
+/// mixed-script text, 16 candidates, 301 µs with the set against 192 µs
+/// without). The pack cost check ([`cost::check_pack`]) prices it so.
+pub const SET_THRESHOLD: usize = 32;
 
 /// One automaton over many patterns that reports every pattern that matches
 /// (for [`Regex::which_overlapping_matches`]); `None` if it exceeds `size_limit`.

@@ -3,10 +3,11 @@
 //! gathering every problem into one `UnsupportedPackDeclarationError`.
 
 use crate::builtins;
-use crate::pattern::{self, CompiledPattern, Flag};
+use crate::pattern::{self, cost, CompiledPattern, Flag};
 use crate::playbook::{list, PlaybookError};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
+use std::sync::OnceLock;
 
 /// What a custom rule does when it matches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -113,6 +114,9 @@ pub fn check_declarations(
         &mut problems,
     );
     if problems.is_empty() {
+        check_pack_cost(&rules, &mut problems);
+    }
+    if problems.is_empty() {
         Ok(rules)
     } else {
         let n = problems.len();
@@ -123,6 +127,98 @@ pub fn check_declarations(
             ),
             problems,
         })
+    }
+}
+
+/// The six codons' compiled patterns, in [`builtins::CODONS`] order (every
+/// evaluator runs them, whatever the pack declares).
+pub(crate) fn codon_patterns() -> Result<&'static [CompiledPattern], String> {
+    static COMPILED: OnceLock<Result<Vec<CompiledPattern>, String>> = OnceLock::new();
+    COMPILED
+        .get_or_init(|| {
+            builtins::CODONS
+                .iter()
+                .map(|c| {
+                    let flags: &[Flag] = if c.ignore_case {
+                        &[Flag::IgnoreCase]
+                    } else {
+                        &[]
+                    };
+                    pattern::compile(c.pattern, flags)
+                        .map_err(|e| format!("built-in codon {}: {e}", c.code))
+                })
+                .collect()
+        })
+        .as_deref()
+        .map_err(Clone::clone)
+}
+
+/// Rules listed by name in a pack's cost problem, costliest first.
+const COSTLIEST_NAMED: usize = 3;
+
+/// SPEC §11.4 for the pack as a whole: its custom rules and the six codons
+/// run over the same payload, so their costs add up. Each rule passed alone
+/// ([`pattern::check_cost`]); a pack that breaks the limit together gets one
+/// problem naming its costliest rules.
+fn check_pack_cost(rules: &[CustomRule], problems: &mut Vec<String>) {
+    if rules.is_empty() {
+        // The codons alone are within the limit (a test holds them to it).
+        return;
+    }
+    let codons = match codon_patterns() {
+        Ok(c) => c,
+        Err(e) => {
+            problems.push(e);
+            return;
+        }
+    };
+    let patterns: Vec<&CompiledPattern> = rules
+        .iter()
+        .map(|r| &r.pattern)
+        .chain(codons.iter())
+        .collect();
+    let place = |i: usize| match rules.get(i) {
+        Some(r) => format!("rules[{i}] (id `{}`)", r.id),
+        None => format!(
+            "codon {}",
+            builtins::CODONS
+                .get(i - rules.len())
+                .map_or("?", |c| c.code)
+        ),
+    };
+    match pattern::check_pack_cost(&patterns) {
+        Ok(_) => {}
+        Err(cost::PackCostError::Pattern { index, why }) => problems.push(format!(
+            "{}: `pattern` {why} (on a probe text of another rule or codon of the pack)",
+            place(index)
+        )),
+        Err(cost::PackCostError::Together(c)) => {
+            let mut by_cost: Vec<(usize, usize)> = c
+                .shares
+                .iter()
+                .copied()
+                .enumerate()
+                .filter(|&(i, ns)| i < rules.len() && ns > 0)
+                .collect();
+            by_cost.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+            let named: Vec<String> = by_cost
+                .iter()
+                .take(COSTLIEST_NAMED)
+                .map(|&(i, ns)| format!("{} ({ns} ns per byte)", place(i)))
+                .collect();
+            let more = by_cost.len().saturating_sub(COSTLIEST_NAMED);
+            problems.push(format!(
+                "the pack's rules and codons together are too costly to evaluate (SPEC §11.4): on an adversarial text the engine would spend about {} ns per byte on them (at most {}: 100 ms for 1 MiB); its costliest rules: {}{}",
+                c.ns_per_byte,
+                cost::MAX_NS_PER_BYTE,
+                named.join(", "),
+                if more > 0 {
+                    format!(" and {more} more")
+                } else {
+                    String::new()
+                }
+            ));
+        }
     }
 }
 
@@ -382,6 +478,56 @@ mod tests {
         assert_eq!(p.len(), 2);
         assert!(p[0].starts_with("codons[0] (code `PII_X`): not one of"));
         assert!(p[1].starts_with("hard_rules[0] (id `MY-RULE`): not one of"));
+    }
+
+    /// SPEC §11.4: ten rules that each pass alone (each matches every `x`)
+    /// make one pack that would spend ten times as long on a run of `x`.
+    #[test]
+    fn rules_that_are_cheap_alone_are_refused_together_naming_the_costliest() {
+        let mut yaml = String::from("pack_id: p\nrules:\n");
+        for i in 0..10 {
+            yaml.push_str(&format!(
+                "  - {{id: x{i}, type: regex, pattern: 'x', action: redact}}\n"
+            ));
+        }
+        let p = problems(&yaml);
+        assert_eq!(
+            p,
+            vec![
+                "the pack's rules and codons together are too costly to evaluate (SPEC §11.4): on an adversarial text the engine would spend about 640 ns per byte on them (at most 95: 100 ms for 1 MiB); its costliest rules: rules[0] (id `x0`) (64 ns per byte), rules[1] (id `x1`) (64 ns per byte), rules[2] (id `x2`) (64 ns per byte) and 7 more"
+            ]
+        );
+        // One of them alone is a pack that costs what it costs alone.
+        let one = "pack_id: p\nrules:\n  - {id: x0, type: regex, pattern: 'x', action: redact}\n";
+        let d = parse_document(one.as_bytes(), "p.yaml").unwrap();
+        assert_eq!(check_declarations(&d.doc, "p.yaml").unwrap().len(), 1);
+        // So are rules on different letters: no text makes them all match.
+        let xyz = "pack_id: p\nrules:\n  - {id: x, type: regex, pattern: 'x', action: redact}\n  - {id: y, type: regex, pattern: 'y', action: redact}\n  - {id: z, type: regex, pattern: 'z', action: block}\n";
+        let d = parse_document(xyz.as_bytes(), "p.yaml").unwrap();
+        assert_eq!(check_declarations(&d.doc, "p.yaml").unwrap().len(), 3);
+    }
+
+    /// The playbooks the project ships compile as whole packs, within the
+    /// limit together with the codons.
+    #[test]
+    fn shipped_playbooks_are_within_the_pack_limit() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut seen = 0;
+        for dir in ["config/demo/playbooks", "tests/fixtures"] {
+            for entry in std::fs::read_dir(root.join(dir)).unwrap().flatten() {
+                let path = entry.path();
+                let name = path.display().to_string();
+                if !name.ends_with(".yaml") || name.ends_with(".test.yaml") {
+                    continue;
+                }
+                let bytes = std::fs::read(&path).unwrap();
+                let d = parse_document(&bytes, &name).unwrap();
+                let rules = check_declarations(&d.doc, &name);
+                assert!(rules.is_ok(), "{name}: {rules:?}");
+                seen += 1;
+            }
+        }
+        assert_eq!(seen, 8);
     }
 
     #[test]

@@ -1221,3 +1221,70 @@ async fn real_catalog_answers_validate_against_openapi_catalog() {
         }
     }
 }
+
+/// Issue 27 row 10: a hostile catalog's escape sequences (a title change,
+/// a screen clear, a forged log line) never reach the terminal: every
+/// control character of what it says is escaped, in the refusal's name and
+/// message alike; nothing is written. So is a probed server's status line.
+#[test]
+fn a_hostile_catalog_cannot_write_control_characters_to_the_terminal() {
+    let s = Setup::new();
+    let lic = s.issue("lic_cust_10", &["*"], &[]);
+    let out = s.path().join("hostile.hxpack");
+    let known = fake_catalog(|c| {
+        let body = br#"{"error":"LicenseEntitlementError","message":"no\u001b]0;pwned\u0007\u001b[2J\r\nINFO all good"}"#;
+        let _ = write!(
+            c,
+            "HTTP/1.1 403 Forbidden\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+            body.len()
+        );
+        let _ = c.write_all(body);
+    });
+    let run = s.download(&format!("http://{known}"), TEST_PACK, &lic, &out, &[]);
+    run.fails("LicenseEntitlementError", 4);
+    assert_eq!(
+        run.stderr,
+        format!(
+            "LicenseEntitlementError: the catalog at http://{known}/v1/catalog/packs/{TEST_PACK} answered 403: no\\u{{1b}}]0;pwned\\u{{7}}\\u{{1b}}[2J\\u{{d}}\\u{{a}}INFO all good\n"
+        )
+    );
+    assert!(!out.exists());
+
+    let unknown = fake_catalog(|c| {
+        let body = br#"{"error":"Gotcha\u009b31m","message":"\u202eevil"}"#;
+        let _ = write!(
+            c,
+            "HTTP/1.1 500 Oops\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+            body.len()
+        );
+        let _ = c.write_all(body);
+    });
+    let run = s.download(&format!("http://{unknown}"), TEST_PACK, &lic, &out, &[]);
+    run.fails("IoError", 1);
+    assert_eq!(
+        run.stderr,
+        format!(
+            "IoError: the catalog at http://{unknown}/v1/catalog/packs/{TEST_PACK} answered 500 Gotcha\\u{{9b}}31m: \\u{{202e}}evil\n"
+        )
+    );
+    for r in [&run.stderr, &run.stdout] {
+        assert!(!r.chars().any(|c| c.is_control() && c != '\n'), "{r:?}");
+    }
+
+    let probed = fake_catalog(|c| {
+        let _ = c.write_all(b"HTTP/1.1 500 \x1b[2JOK\r\nContent-Length: 0\r\n\r\n");
+    });
+    let run = s.cli(
+        &[
+            "healthcheck".as_ref(),
+            "--url".as_ref(),
+            format!("http://{probed}/healthz").as_ref(),
+        ],
+        Duration::from_secs(10),
+    );
+    assert_eq!(run.code, Some(1));
+    assert_eq!(
+        run.stderr,
+        format!("healthcheck http://{probed}/healthz: answered `HTTP/1.1 500 \\u{{1b}}[2JOK`\n")
+    );
+}

@@ -237,3 +237,95 @@ fn healthz_stays_fast_while_large_evaluations_run() {
         );
     }
 }
+
+/// Sends a request on a new connection and reads its answer, all within
+/// `limit`: the answer and how long it took.
+fn timed(
+    addr: std::net::SocketAddr,
+    method: &str,
+    path: &str,
+    body: Option<&str>,
+) -> (server_support::Answer, Duration) {
+    let started = Instant::now();
+    let a = server_support::request(addr, method, path, body).unwrap();
+    (a, started.elapsed())
+}
+
+/// Issue 27 row 3, small: at `max_connections`, sockets that hold no request
+/// (never sending a byte, or idle after one request) are closed to make
+/// room, oldest first, so a probe and a well-formed request get in at once
+/// although the header and idle timeouts are a minute away.
+#[test]
+fn at_the_cap_idle_and_silent_sockets_make_room_oldest_first() {
+    let (_fx, server) = start(
+        "  max_connections: 100\n  header_read_timeout_ms: 60000\n  idle_timeout_ms: 60000\n",
+    );
+    let pid = server.child.id();
+    let base = open_fds(pid);
+    // 120 keep-alive connections, each after one request (as a client
+    // polling every 20 s), then 200 that never send a byte.
+    let mut held = Vec::new();
+    for _ in 0..120 {
+        let mut s = TcpStream::connect(server.addr).unwrap();
+        assert!(healthz(&mut s).starts_with("HTTP/1.1 200"));
+        held.push(s);
+    }
+    for _ in 0..200 {
+        held.push(TcpStream::connect(server.addr).unwrap());
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(open_fds(pid) <= base + 100 + 2, "{} fds", open_fds(pid));
+    let eval = r#"{"text": "call 212-555-0187", "pack_id": "compliance.regulatory_pii_guard.v1"}"#;
+    let mut slowest = Duration::ZERO;
+    for _ in 0..10 {
+        let (a, took) = timed(server.addr, "GET", "/healthz", None);
+        assert_eq!(a.status, 200);
+        slowest = slowest.max(took);
+        let (a, took) = timed(server.addr, "POST", "/evaluate", Some(eval));
+        assert_eq!(a.status, 200, "{}", a.body);
+        assert_eq!(a.json()["action"], "redact_and_permit_contact_pii");
+        slowest = slowest.max(took);
+    }
+    eprintln!("slowest probe or request at the cap: {slowest:?}");
+    assert!(slowest < Duration::from_secs(5), "{slowest:?}");
+    // Oldest first: the first keep-alive connections were closed, the last
+    // silent ones are still open.
+    assert!(closed_within(&mut held[0], Duration::from_millis(500)));
+    assert!(closed_within(&mut held[100], Duration::from_millis(500)));
+    let last = held.len() - 1;
+    assert!(!closed_within(&mut held[last], Duration::from_millis(200)));
+    assert!(open_fds(pid) <= base + 100 + 2, "{} fds", open_fds(pid));
+}
+
+/// A connection with a request in progress is never closed to make room:
+/// with two connections allowed, an upload in progress and an idle
+/// keep-alive one, a new request takes the idle one's place, and the
+/// upload completes.
+#[test]
+fn a_request_in_progress_is_never_closed_to_make_room() {
+    let (_fx, server) = start(
+        "  max_connections: 2\n  header_read_timeout_ms: 60000\n  idle_timeout_ms: 60000\n  request_timeout_ms: 30000\n",
+    );
+    let addr = server.addr;
+    let body = r#"{"text": "call 212-555-0187", "pack_id": "compliance.regulatory_pii_guard.v1"}"#;
+    let mut upload = TcpStream::connect(addr).unwrap();
+    write!(
+        upload,
+        "POST /evaluate HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{}",
+        body.len(),
+        &body[..10]
+    )
+    .unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    let mut idle = TcpStream::connect(addr).unwrap();
+    assert!(healthz(&mut idle).starts_with("HTTP/1.1 200"));
+    // Older than the idle one, but busy: the idle one makes room.
+    let (a, took) = timed(addr, "GET", "/healthz", None);
+    assert_eq!(a.status, 200);
+    eprintln!("a probe with both connections taken: {took:?}");
+    assert!(closed_within(&mut idle, Duration::from_secs(2)));
+    upload.write_all(&body.as_bytes()[10..]).unwrap();
+    let a = server_support::read_answer(&mut upload).unwrap();
+    assert_eq!(a.status, 200, "{}", a.body);
+    assert_eq!(a.json()["action"], "redact_and_permit_contact_pii");
+}

@@ -393,6 +393,22 @@ async fn real_answers_validate_against_the_document() {
         503
     );
 
+    // Answers over limits.max_response_bytes.
+    let fx3 = Fixture::new();
+    let (app, _) = app_for(&fx3, |cfg| cfg.limits.max_response_bytes = 600, false);
+    let dense = format!(
+        r#"{{"text": "{}", "pack_id": "compliance.regulatory_pii_guard.v1"}}"#,
+        "a@b.cc ".repeat(100)
+    );
+    for path in ["/evaluate", "/v1/evaluate"] {
+        let (s, v) = c.check(&app, post(path, &dense)).await;
+        assert_eq!(s, 413, "{path}");
+        assert_eq!(
+            v,
+            json!({"error": "PayloadTooLargeError", "message": "the answer would be over the 600-byte limit (limits.max_response_bytes)"})
+        );
+    }
+
     // Bearer tokens.
     let tokens = fx.path().join("tokens");
     std::fs::write(&tokens, "t0ken\n").unwrap();

@@ -23,11 +23,17 @@
 //! The license bytes are held in zeroizing memory (what the HTTP library
 //! buffers while sending them is out of reach), and the license is checked
 //! before it is sent: nothing goes out for an expired or unverifiable one.
+//!
+//! Everything the catalog says (its error names and messages, the pack's
+//! id, name and version, what the HTTP library reports of its answer) has
+//! its control characters escaped ([`escape_controls`]) before it goes into
+//! an error or the result: a hostile catalog cannot write escape sequences
+//! to the user's terminal or forge lines in a log.
 
 use super::CATALOG_URL_ENV;
 use crate::atomic::write_atomic;
 use crate::container::MAX_PACK_BYTES;
-use crate::error::{Cause, ErrorName};
+use crate::error::{escape_controls, Cause, ErrorName, Named};
 use crate::license::{LicenseArgs, VerifiedLicense};
 use crate::pack::load_pack;
 use crate::{Error, PackError};
@@ -165,7 +171,8 @@ fn unreachable(base: &str, timeout: Duration, e: ureq::Error) -> Error {
         }
         other => format!("cannot reach the catalog at {base}: {other}"),
     };
-    Error::Io(message, Some(Cause::new(e)))
+    // The library's messages may quote the answer (a malformed header).
+    Error::Io(escape_controls(&message).into_owned(), Some(Cause::new(e)))
 }
 
 /// Reads the license as SPEC §5 step 1 checks it, keeping its bytes (to
@@ -187,8 +194,8 @@ fn refusal(url: &str, status: u16, body: &[u8]) -> Error {
         .ok()
         .and_then(|v| {
             Some((
-                v.get("error")?.as_str()?.to_string(),
-                v.get("message")?.as_str()?.to_string(),
+                escape_controls(v.get("error")?.as_str()?).into_owned(),
+                escape_controls(v.get("message")?.as_str()?).into_owned(),
             ))
         });
     match parsed {
@@ -208,6 +215,27 @@ fn refusal(url: &str, status: u16, body: &[u8]) -> Error {
         None => Error::Io(format!(
             "the catalog at {url} answered {status} without a Helixor error body"
         ), None),
+    }
+}
+
+/// An error about the catalog's answer, whose message may quote it (a
+/// header's pack id, a playbook's rule ids): unchanged when there is
+/// nothing to escape, else the same name and exit code with every control
+/// character of its message and problems escaped.
+fn remote_text(e: Error) -> Error {
+    let message = e.to_string();
+    let unsafe_text = |t: &str| matches!(escape_controls(t), std::borrow::Cow::Owned(_));
+    if !unsafe_text(&message) && !e.problems().iter().any(|p| unsafe_text(p)) {
+        return e;
+    }
+    let mut message = escape_controls(&message).into_owned();
+    for p in e.problems() {
+        message.push_str("; ");
+        message.push_str(&escape_controls(p));
+    }
+    Error::Remote {
+        name: e.name(),
+        message,
     }
 }
 
@@ -278,11 +306,12 @@ pub fn download_pack(
             ureq::Error::BodyExceedsLimit(_) => Error::from(too_large()),
             other => unreachable(&base, req.timeout, other),
         })?;
-    let pack = load_pack(&bytes, &name, &license)?;
+    let pack = load_pack(&bytes, &name, &license).map_err(remote_text)?;
     if pack.pack_id != req.pack_id {
         return Err(PackError::Integrity(format!(
             "{name}: the catalog answered pack `{}` to a request for `{}`",
-            pack.pack_id, req.pack_id
+            escape_controls(&pack.pack_id),
+            req.pack_id
         ))
         .into());
     }
@@ -290,8 +319,8 @@ pub fn download_pack(
         .map_err(|e| Error::io(format_args!("cannot write pack {}", req.out.display()), e))?;
     Ok(Downloaded {
         pack_id: pack.pack_id,
-        version: pack.version,
-        name: pack.name,
+        version: escape_controls(&pack.version).into_owned(),
+        name: pack.name.map(|n| escape_controls(&n).into_owned()),
         sha256: pack.sha256,
         path: req.out.clone(),
         bytes: bytes.len(),
@@ -329,6 +358,34 @@ mod tests {
             pack_url("http://h", "custom.a b/v1"),
             "http://h/v1/catalog/packs/custom.a%20b%2Fv1"
         );
+    }
+
+    #[test]
+    fn a_catalog_cannot_print_control_characters() {
+        let e = refusal(
+            "http://c/x",
+            403,
+            b"{\"error\":\"LicenseEntitlementError\",\"message\":\"no\\u001b]0;pwned\\u0007\\u001b[2J\"}",
+        );
+        assert_eq!(e.name(), ErrorName::LicenseEntitlementError);
+        assert_eq!(
+            e.to_string(),
+            "the catalog at http://c/x answered 403: no\\u{1b}]0;pwned\\u{7}\\u{1b}[2J"
+        );
+        let e = refusal(
+            "http://c/x",
+            500,
+            b"{\"error\":\"Evil\\u001b[31m\",\"message\":\"m\\r\\nINFO forged\"}",
+        );
+        assert_eq!(
+            e.to_string(),
+            "the catalog at http://c/x answered 500 Evil\\u{1b}[31m: m\\u{d}\\u{a}INFO forged"
+        );
+        let e = remote_text(PackError::Integrity("pack `a\u{1b}[2J`".into()).into());
+        assert_eq!(e.name(), ErrorName::PackIntegrityError);
+        assert_eq!(e.to_string(), "pack `a\\u{1b}[2J`");
+        let plain = remote_text(PackError::Format("short".into()).into());
+        assert!(matches!(plain, Error::Pack(PackError::Format(_))));
     }
 
     #[test]

@@ -90,11 +90,13 @@ pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 /// Time requests in flight get after `SIGTERM`.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 /// The connection limits of serve mode's defaults (SPEC §9.1): 4096
-/// connections at once, 5 s for a request head (slowloris), 60 s idle.
+/// connections at once, 5 s for a request head (slowloris), 60 s idle, 10 s
+/// for a client to read any of its answer.
 pub const CONNECTION_LIMITS: ConnLimits = ConnLimits {
     max_connections: 4096,
     header_read_timeout: Duration::from_secs(5),
     idle_timeout: Duration::from_secs(60),
+    write_timeout: Duration::from_secs(10),
 };
 
 /// Options of `helixor-pack catalog serve`.

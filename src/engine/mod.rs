@@ -19,7 +19,7 @@ pub use stream::{
 
 use crate::builtins::{Validator, CODONS, HARD_RULES};
 use crate::crypto::sha256;
-use crate::pattern::{self, CompiledPattern, Flag};
+use crate::pattern::{self, CompiledPattern, SET_THRESHOLD};
 use crate::rules::{CustomRule, RuleAction, RuleType};
 use guided::{guided_search, Guide, GuideCaches, GuidedCaches, Want};
 use regex_automata::meta::{Cache, Regex};
@@ -162,14 +162,6 @@ const WARM_UP: [&str; 4] = [
     "Señor Núñez enviará el informe mañana 2026-11-30. Ещё раз спасибо. 我们下周讨论预算 192.168.0.1 e\u{301} 9.255.255.255",
 ];
 
-/// Above this many candidate matchers, one pass of the combined set narrows
-/// them down before any per-rule search. Below it, per-rule searches win:
-/// most rules have literals the regex engine skips ahead with, while the
-/// set's overlapping DFA pass costs about 1.7 ns a byte whatever the rules
-/// (measured: 64 KiB mixed-script text, 16 candidates, 301 µs with the set
-/// against 192 µs without).
-const SET_THRESHOLD: usize = 32;
-
 struct RuleInfo {
     id: String,
     severity: Severity,
@@ -213,24 +205,7 @@ impl std::fmt::Debug for Evaluator {
 }
 
 fn builtin_patterns() -> Result<&'static [CompiledPattern], String> {
-    static COMPILED: OnceLock<Result<Vec<CompiledPattern>, String>> = OnceLock::new();
-    COMPILED
-        .get_or_init(|| {
-            CODONS
-                .iter()
-                .map(|c| {
-                    let flags: &[Flag] = if c.ignore_case {
-                        &[Flag::IgnoreCase]
-                    } else {
-                        &[]
-                    };
-                    pattern::compile(c.pattern, flags)
-                        .map_err(|e| format!("built-in codon {}: {e}", c.code))
-                })
-                .collect()
-        })
-        .as_deref()
-        .map_err(Clone::clone)
+    crate::rules::codon_patterns()
 }
 
 impl Evaluator {

@@ -538,7 +538,7 @@ proptest::proptest! {
             GUIDED_PATTERNS
                 .iter()
                 .map(|p| crate::pattern::compile(p, &[]).unwrap())
-                .chain([crate::pattern::compile(r"\bsecret\w*", &[Flag::IgnoreCase]).unwrap()])
+                .chain([crate::pattern::compile(r"\bsecret\w*", &[crate::pattern::Flag::IgnoreCase]).unwrap()])
                 .collect()
         });
         for p in patterns {

@@ -87,7 +87,10 @@ impl IssuerKeys {
             let mut files: Vec<PathBuf> = entries
                 .filter_map(Result::ok)
                 .map(|e| e.path())
-                .filter(|p| p.extension().is_some_and(|x| x == "pub") && p.is_file())
+                // Every `*.pub` entry is a key: one that is not a regular
+                // file (a FIFO, a dangling link) fails the load naming it,
+                // never silently leaves a key out.
+                .filter(|p| p.extension().is_some_and(|x| x == "pub"))
                 .collect();
             files.sort();
             for file in files {
@@ -136,7 +139,7 @@ pub(crate) fn parse_public_key(b64: &str) -> Option<VerifyingKey> {
 }
 
 fn read_capped(path: &Path, cap: u64) -> Result<Vec<u8>, String> {
-    crate::capped::read_file_capped(path, cap).map_err(|e| match e {
+    crate::capped::read_regular_file_capped(path, cap).map_err(|e| match e {
         crate::capped::CappedError::Io(e) => format!("cannot read: {e}"),
         crate::capped::CappedError::TooLarge => format!("over the {cap}-byte limit"),
     })

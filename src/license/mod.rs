@@ -146,7 +146,7 @@ impl License {
     /// whole; zeroized when dropped (they hold the content key).
     pub fn read_bytes(path: &Path) -> Result<Zeroizing<Vec<u8>>, LicenseError> {
         let name = path.display();
-        crate::capped::read_file_capped(path, MAX_LICENSE_BYTES)
+        crate::capped::read_regular_file_capped(path, MAX_LICENSE_BYTES)
             .map(Zeroizing::new)
             .map_err(|e| match e {
                 CappedError::Io(e) if e.kind() == std::io::ErrorKind::NotFound => {

@@ -6,6 +6,9 @@ use crate::Error;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
+/// Largest token file read (a token per line; far more than any deployment needs).
+pub const MAX_TOKENS_FILE_BYTES: u64 = 1024 * 1024;
+
 /// The accepted tokens, as SHA-256 digests only.
 #[derive(Clone, PartialEq, Eq)]
 pub struct TokenSet {
@@ -62,8 +65,17 @@ impl TokenSet {
     /// Reads and parses the token file at `path` (a `ConfigError` if unreadable).
     pub fn read(path: &std::path::Path) -> Result<(Self, [u8; 32]), Error> {
         let name = path.display().to_string();
-        let bytes = std::fs::read(path)
-            .map_err(|e| Error::Config(format!("auth.tokens_file {name} cannot be read: {e}")))?;
+        let bytes =
+            crate::capped::read_regular_file_capped(path, MAX_TOKENS_FILE_BYTES).map_err(|e| {
+                match e {
+                    crate::capped::CappedError::Io(e) => {
+                        Error::Config(format!("auth.tokens_file {name} cannot be read: {e}"))
+                    }
+                    crate::capped::CappedError::TooLarge => Error::Config(format!(
+                        "auth.tokens_file {name} is over the {MAX_TOKENS_FILE_BYTES}-byte limit"
+                    )),
+                }
+            })?;
         let text = std::str::from_utf8(&bytes)
             .map_err(|_| Error::Config(format!("auth.tokens_file {name} is not UTF-8 text")))?;
         Ok((Self::parse(text, &name)?, digest(&bytes)))

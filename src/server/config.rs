@@ -53,6 +53,8 @@ const KEYS: &[(&str, Kind)] = &[
     ("limits.header_read_timeout_ms", Kind::Uint),
     ("limits.idle_timeout_ms", Kind::Uint),
     ("limits.max_connections", Kind::Uint),
+    ("limits.max_response_bytes", Kind::Uint),
+    ("limits.write_timeout_ms", Kind::Uint),
     ("auth.tokens_file", Kind::Path),
     ("shutdown.drain_delay_ms", Kind::Uint),
     ("shutdown.grace_ms", Kind::Uint),
@@ -62,6 +64,9 @@ const KEYS: &[(&str, Kind)] = &[
     ("stream.max_session_ms", Kind::Uint),
     ("stream.write_timeout_ms", Kind::Uint),
     ("ext_proc.listen", Kind::Str),
+    ("ext_proc.max_concurrency", Kind::Uint),
+    ("ext_proc.max_streams_per_connection", Kind::Uint),
+    ("ext_proc.idle_stream_timeout_ms", Kind::Uint),
     ("engine.normalize", Kind::Str),
 ];
 
@@ -127,6 +132,21 @@ pub struct Limits {
     pub idle_timeout_ms: u64,
     /// Connections served at once (the others wait in the listen backlog).
     pub max_connections: usize,
+    /// Largest answer of an evaluation (default 4 × `max_body_bytes`).
+    pub max_response_bytes: usize,
+    /// Time a response may wait for the client to read any of it, in ms.
+    pub write_timeout_ms: u64,
+}
+
+/// `ext_proc.*` but `listen` (SPEC §9.1, §12.3).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExtProcConfig {
+    /// gRPC streams served at once: their own pool, never the HTTP routes'.
+    pub max_concurrency: usize,
+    /// HTTP/2 streams one connection may open at once.
+    pub max_streams_per_connection: u32,
+    /// Time a stream may send nothing before it is ended, in ms.
+    pub idle_stream_timeout_ms: u64,
 }
 
 /// `shutdown.*`.
@@ -182,6 +202,8 @@ pub struct Config {
     /// Where Envoy's external processing gRPC service listens (SPEC §12.3;
     /// `ext_proc.listen`); `None`: off.
     pub ext_proc_listen: Option<SocketAddr>,
+    /// The external processor's limits.
+    pub ext_proc: ExtProcConfig,
     /// How requests are matched unless they say (`engine.normalize`, SPEC §15).
     pub normalize: crate::engine::Normalize,
 }
@@ -209,6 +231,8 @@ impl Config {
                 header_read_timeout_ms: 5000,
                 idle_timeout_ms: 60_000,
                 max_connections: 4096,
+                max_response_bytes: 4 * 1024 * 1024,
+                write_timeout_ms: 10_000,
             },
             tokens_file: None,
             shutdown: ShutdownConfig {
@@ -223,6 +247,11 @@ impl Config {
             max_session_ms: crate::engine::DEFAULT_MAX_SESSION_MS,
             stream_write_timeout_ms: DEFAULT_STREAM_WRITE_TIMEOUT_MS,
             ext_proc_listen: None,
+            ext_proc: ExtProcConfig {
+                max_concurrency: 512,
+                max_streams_per_connection: 256,
+                idle_stream_timeout_ms: 30_000,
+            },
             normalize: crate::engine::Normalize::None,
         }
     }
@@ -536,6 +565,34 @@ fn build(m: &BTreeMap<&'static str, Raw>) -> Result<Config, Error> {
         }
         c.limits.max_connections = usize_of("limits.max_connections", n)?;
     }
+    c.limits.max_response_bytes = match uint("limits.max_response_bytes", 1)? {
+        Some(n) => usize_of("limits.max_response_bytes", n)?,
+        // Follows the body limit it is a multiple of.
+        None => c.limits.max_body_bytes.saturating_mul(4),
+    };
+    if let Some(n) = uint("limits.write_timeout_ms", 1)? {
+        c.limits.write_timeout_ms = n;
+    }
+    if let Some(n) = uint("ext_proc.max_concurrency", 1)? {
+        // tokio's semaphore holds at most usize::MAX >> 3 permits.
+        if n > 1 << 30 {
+            return Err(config_error(format!(
+                "key `ext_proc.max_concurrency` is too large: {n}"
+            )));
+        }
+        c.ext_proc.max_concurrency = usize_of("ext_proc.max_concurrency", n)?;
+    }
+    if let Some(n) = uint("ext_proc.max_streams_per_connection", 1)? {
+        c.ext_proc.max_streams_per_connection = u32::try_from(n).map_err(|_| {
+            config_error(format!(
+                "key `ext_proc.max_streams_per_connection` is too large: {n} (HTTP/2 allows at most {})",
+                u32::MAX
+            ))
+        })?;
+    }
+    if let Some(n) = uint("ext_proc.idle_stream_timeout_ms", 1)? {
+        c.ext_proc.idle_stream_timeout_ms = n;
+    }
     if let Some(n) = uint("shutdown.drain_delay_ms", 0)? {
         c.shutdown.drain_delay_ms = n;
     }
@@ -684,6 +741,26 @@ mod tests {
                 "packs_dir: p\nlimits:\n  max_concurrency: 0\n",
                 "`limits.max_concurrency`",
             ),
+            (
+                "packs_dir: p\nlimits:\n  max_response_bytes: 0\n",
+                "key `limits.max_response_bytes` must be at least 1, not 0",
+            ),
+            (
+                "packs_dir: p\nlimits:\n  write_timeout_ms: 0\n",
+                "key `limits.write_timeout_ms` must be at least 1, not 0",
+            ),
+            (
+                "packs_dir: p\next_proc:\n  max_concurrency: 0\n",
+                "key `ext_proc.max_concurrency` must be at least 1, not 0",
+            ),
+            (
+                "packs_dir: p\next_proc:\n  max_streams_per_connection: 4294967296\n",
+                "key `ext_proc.max_streams_per_connection` is too large: 4294967296",
+            ),
+            (
+                "packs_dir: p\next_proc:\n  idle_stream_timeout_ms: 0\n",
+                "key `ext_proc.idle_stream_timeout_ms` must be at least 1, not 0",
+            ),
             ("listen: 127.0.0.1:1\n", "`packs_dir`"),
         ] {
             let f = write(dir.path(), text);
@@ -695,6 +772,58 @@ mod tests {
         let f = write(dir.path(), "packs_dir: p\n");
         let e = load(&opts(f), &env).unwrap_err();
         assert!(e.to_string().contains("HELIXOR_RELOAD_WATCH"), "{e}");
+    }
+
+    #[test]
+    fn hardening_keys_have_their_defaults_and_variables() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = write(dir.path(), "packs_dir: p\n");
+        let c = load(&opts(f.clone()), &no_env).unwrap();
+        assert_eq!(c.limits.max_response_bytes, 4 * 1024 * 1024);
+        assert_eq!(c.limits.write_timeout_ms, 10_000);
+        assert_eq!(
+            c.ext_proc,
+            ExtProcConfig {
+                max_concurrency: 512,
+                max_streams_per_connection: 256,
+                idle_stream_timeout_ms: 30_000,
+            }
+        );
+        // The response limit follows the body limit unless it is set.
+        let f2 = write(
+            dir.path(),
+            "packs_dir: p\nlimits:\n  max_body_bytes: 1000\n",
+        );
+        assert_eq!(
+            load(&opts(f2), &no_env).unwrap().limits.max_response_bytes,
+            4000
+        );
+        let env = |k: &str| {
+            Some(
+                match k {
+                    "HELIXOR_LIMITS_MAX_RESPONSE_BYTES" => "77",
+                    "HELIXOR_LIMITS_WRITE_TIMEOUT_MS" => "78",
+                    "HELIXOR_EXT_PROC_MAX_CONCURRENCY" => "79",
+                    "HELIXOR_EXT_PROC_MAX_STREAMS_PER_CONNECTION" => "80",
+                    "HELIXOR_EXT_PROC_IDLE_STREAM_TIMEOUT_MS" => "81",
+                    _ => return None,
+                }
+                .to_string(),
+            )
+        };
+        let c = load(&opts(f), &env).unwrap();
+        assert_eq!(
+            (c.limits.max_response_bytes, c.limits.write_timeout_ms),
+            (77, 78)
+        );
+        assert_eq!(
+            c.ext_proc,
+            ExtProcConfig {
+                max_concurrency: 79,
+                max_streams_per_connection: 80,
+                idle_stream_timeout_ms: 81,
+            }
+        );
     }
 
     #[test]

@@ -169,10 +169,11 @@ pub fn list_pack_files(dir: &Path) -> Result<Vec<PathBuf>, Error> {
         // `metadata` follows symlinks, as the read will.
         match std::fs::metadata(&path) {
             Ok(m) if m.is_file() => files.push(path),
-            Ok(_) => {
+            Ok(m) => {
                 return Err(PackError::Format(format!(
-                    "{}: cannot read pack: not a regular file",
-                    path.display()
+                    "{}: cannot read pack: not a regular file ({})",
+                    path.display(),
+                    crate::capped::describe_type(m.file_type())
                 ))
                 .into())
             }

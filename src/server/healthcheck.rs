@@ -81,7 +81,12 @@ pub fn check(url: &str) -> Result<(), String> {
     } else if status_line.is_empty() {
         Err("no HTTP answer".into())
     } else {
-        Err(format!("answered `{status_line}`"))
+        // The status line is the server's text: no escape sequence of it
+        // reaches the terminal.
+        Err(format!(
+            "answered `{}`",
+            crate::error::escape_controls(status_line)
+        ))
     }
 }
 

@@ -1,12 +1,21 @@
 //! The HTTP accept loop (SPEC §9.1 connection keys): at most
-//! `limits.max_connections` connections at once (the others wait in the
-//! listen backlog, so file descriptors are never exhausted), a connection
-//! that has not sent a whole request head within `header_read_timeout_ms` is
-//! closed (slowloris), an idle keep-alive connection is closed after
-//! `idle_timeout_ms`, and a graceful shutdown lets requests in flight finish.
-//! It serves the router as it is: it never looks at a request's content.
-//! The answers hyper writes by itself for requests it cannot parse (400,
-//! 414, 431) get the JSON error body of §9.4 like every other error.
+//! `limits.max_connections` connections at once, a connection that has not
+//! sent a whole request head within `header_read_timeout_ms` is closed
+//! (slowloris), an idle keep-alive connection is closed after
+//! `idle_timeout_ms`, a response the client does not read for
+//! `write_timeout_ms` is dropped with its connection, and a graceful
+//! shutdown lets requests in flight finish. It serves the router as it is:
+//! it never looks at a request's content. The answers hyper writes by itself
+//! for requests it cannot parse (400, 414, 431) get the JSON error body of
+//! §9.4 like every other error.
+//!
+//! At the connection cap, a new connection makes room: the open connection
+//! with no request in progress (idle keep-alive, or still sending a request
+//! head) that has been so the longest is closed, as nginx reuses its idle
+//! connections. Only when every open connection has a request in progress
+//! does the new one wait (in the listen backlog: file descriptors are never
+//! exhausted). So no number of idle or slow sockets keeps a well-formed
+//! request or a probe out.
 //!
 //! hyper's own header timer also runs while a keep-alive connection waits
 //! for its next request, which would make the idle timeout the header
@@ -16,13 +25,15 @@
 use axum::body::Body;
 use axum::Router;
 use hyper_util::rt::{TokioIo, TokioTimer};
+use std::collections::HashMap;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 
 /// The connection limits of `limits.*`.
 #[derive(Debug, Clone, Copy)]
@@ -33,7 +44,13 @@ pub struct ConnLimits {
     pub header_read_timeout: Duration,
     /// Time an idle keep-alive connection is kept.
     pub idle_timeout: Duration,
+    /// Time a response may wait for the client to read any of it.
+    pub write_timeout: Duration,
 }
+
+/// How often a connection with a request in progress is looked at (for a
+/// write that stopped moving).
+const BUSY_CHECK: Duration = Duration::from_millis(500);
 
 /// Milliseconds since the first call (a process-wide monotonic clock that
 /// fits an atomic).
@@ -42,8 +59,8 @@ fn now_ms() -> u64 {
     u64::try_from(START.get_or_init(Instant::now).elapsed().as_millis()).unwrap_or(u64::MAX)
 }
 
-/// What one connection is doing, shared by its reader, its requests and its
-/// watchdog.
+/// What one connection is doing, shared by its reader, its requests, its
+/// watchdog and the accept loop (which may close it to make room).
 #[derive(Debug)]
 struct Clock {
     /// Requests whose response has not been sent whole yet.
@@ -53,17 +70,61 @@ struct Clock {
     /// When the head being read began (its first byte, or the accept); 0
     /// while no head is being read.
     head_since: AtomicU64,
+    /// When a write last found the socket full and nothing has been written
+    /// since; 0 while writes go through.
+    write_blocked_since: AtomicU64,
+    /// Chosen to be closed to make room for a new connection.
+    evicting: AtomicBool,
+    /// Wakes the connection's task when it is chosen.
+    evict: Notify,
+    /// The registry's wake-up: a request ended (the connection may now be
+    /// closed to make room).
+    changed: Arc<Notify>,
 }
 
 impl Clock {
-    fn new() -> Self {
+    fn new(changed: Arc<Notify>) -> Self {
         let now = now_ms().max(1);
         Self {
             busy: AtomicUsize::new(0),
             quiet_since: AtomicU64::new(now),
             // A new connection owes its first head within the header timeout.
             head_since: AtomicU64::new(now),
+            write_blocked_since: AtomicU64::new(0),
+            evicting: AtomicBool::new(false),
+            evict: Notify::new(),
+            changed,
         }
+    }
+
+    fn write_blocked(&self) {
+        let _ = self.write_blocked_since.compare_exchange(
+            0,
+            now_ms().max(1),
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        );
+    }
+
+    fn write_moved(&self) {
+        self.write_blocked_since.store(0, Ordering::Release);
+    }
+
+    /// Since when the connection has held no request in progress (its
+    /// place in the eviction order: the oldest goes first); `None` while a
+    /// request is in progress.
+    fn idle_since(&self) -> Option<u64> {
+        // An answer still being written is a request in progress (its
+        // client is slow: the write timeout judges it, not the cap).
+        if self.busy.load(Ordering::Acquire) > 0
+            || self.write_blocked_since.load(Ordering::Acquire) != 0
+        {
+            return None;
+        }
+        Some(match self.head_since.load(Ordering::Acquire) {
+            0 => self.quiet_since.load(Ordering::Acquire),
+            head => head,
+        })
     }
 
     fn read_some(&self) {
@@ -80,24 +141,33 @@ impl Clock {
     fn request_ended(&self) {
         if self.busy.fetch_sub(1, Ordering::AcqRel) == 1 {
             self.quiet_since.store(now_ms(), Ordering::Release);
+            self.changed.notify_one();
         }
     }
 
     /// When the connection is to be closed if nothing changes; `None` while
-    /// a request is in flight (`request_timeout_ms` bounds those).
+    /// a request is in flight and its answer is not stuck on the client
+    /// (`request_timeout_ms` bounds the work).
     fn deadline(&self, limits: &ConnLimits) -> Option<u64> {
-        if self.busy.load(Ordering::Acquire) > 0 {
-            return None;
-        }
         let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+        // hyper may hold the end of an answer after its body is done (and
+        // the request counted as ended): a stuck write counts either way.
+        let stuck = match self.write_blocked_since.load(Ordering::Acquire) {
+            0 => None,
+            since => Some(since.saturating_add(ms(limits.write_timeout))),
+        };
+        if self.busy.load(Ordering::Acquire) > 0 {
+            return stuck;
+        }
         let head = self.head_since.load(Ordering::Acquire);
-        Some(if head != 0 {
+        let quiet = if head != 0 {
             head.saturating_add(ms(limits.header_read_timeout))
         } else {
             self.quiet_since
                 .load(Ordering::Acquire)
                 .saturating_add(ms(limits.idle_timeout))
-        })
+        };
+        Some(stuck.map_or(quiet, |s| s.min(quiet)))
     }
 }
 
@@ -108,15 +178,20 @@ async fn watchdog(clock: Arc<Clock>, limits: ConnLimits) {
         let wait = match clock.deadline(&limits) {
             Some(d) if d <= now_ms() => return,
             Some(d) => Duration::from_millis(d - now_ms()),
-            // Busy: look again later (a response can take a while).
-            None => limits.header_read_timeout.min(limits.idle_timeout),
+            // Busy: look again later (a response can take a while, and its
+            // write may stop moving).
+            None => limits
+                .header_read_timeout
+                .min(limits.idle_timeout)
+                .min(limits.write_timeout)
+                .min(BUSY_CHECK),
         };
         tokio::time::sleep(wait.max(Duration::from_millis(10))).await;
     }
 }
 
-/// The socket, noting when bytes arrive, and giving hyper's own error
-/// answers the JSON body of SPEC §9.4.
+/// The socket, noting when bytes arrive and when writes stop moving, and
+/// giving hyper's own error answers the JSON body of SPEC §9.4.
 struct Watched {
     inner: TcpStream,
     clock: Arc<Clock>,
@@ -204,7 +279,13 @@ impl AsyncWrite for Watched {
                 return Poll::Ready(Ok(n.min(buf.len())));
             }
         }
-        Pin::new(&mut this.inner).poll_write(cx, buf)
+        let r = Pin::new(&mut this.inner).poll_write(cx, buf);
+        match r {
+            // The client's window is full: the write timeout runs from now.
+            Poll::Pending => this.clock.write_blocked(),
+            Poll::Ready(_) => this.clock.write_moved(),
+        }
+        r
     }
 
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
@@ -244,6 +325,78 @@ impl Drop for Ended {
     }
 }
 
+/// The open connections, for making room at the cap.
+#[derive(Debug, Default)]
+struct Registry {
+    conns: Mutex<HashMap<u64, Arc<Clock>>>,
+    /// A request ended or a connection closed.
+    changed: Arc<Notify>,
+}
+
+impl Registry {
+    fn conns(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Arc<Clock>>> {
+        // A poisoned lock only means a panic elsewhere; the map stays valid.
+        self.conns
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Asks the connection with no request in progress that has been so
+    /// the longest to close, unless one already asked is about to. Returns
+    /// whether a connection is closing.
+    fn evict_oldest_idle(&self) -> bool {
+        let conns = self.conns();
+        let closing = conns
+            .values()
+            .any(|c| c.evicting.load(Ordering::Acquire) && c.idle_since().is_some());
+        if closing {
+            return true;
+        }
+        let oldest = conns
+            .values()
+            .filter(|c| !c.evicting.load(Ordering::Acquire))
+            .filter_map(|c| c.idle_since().map(|since| (since, c)))
+            .min_by_key(|(since, _)| *since);
+        match oldest {
+            Some((_, c)) => {
+                c.evicting.store(true, Ordering::Release);
+                c.evict.notify_one();
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+/// Removes a connection from the registry when its task ends.
+struct Registered {
+    registry: Arc<Registry>,
+    id: u64,
+}
+
+impl Drop for Registered {
+    fn drop(&mut self) {
+        self.registry.conns().remove(&self.id);
+        self.registry.changed.notify_one();
+    }
+}
+
+/// A slot for a connection just accepted: a free one, else one made by
+/// closing the longest-idle connection; while every connection has a
+/// request in progress, it waits for one to end.
+async fn make_room(registry: &Registry, slots: &Arc<Semaphore>) -> Option<OwnedSemaphorePermit> {
+    loop {
+        if let Ok(p) = Arc::clone(slots).try_acquire_owned() {
+            return Some(p);
+        }
+        registry.evict_oldest_idle();
+        tokio::select! {
+            p = Arc::clone(slots).acquire_owned() => return p.ok(),
+            () = registry.changed.notified() => {}
+        }
+    }
+}
+
 /// Serves `app` on `listener` until `shutdown` resolves, then stops
 /// accepting and waits for the connections' requests in flight (the caller
 /// bounds that wait with `shutdown.grace_ms`).
@@ -253,20 +406,15 @@ pub async fn serve(
     limits: ConnLimits,
     shutdown: impl std::future::Future<Output = ()>,
 ) {
-    let slots = Arc::new(tokio::sync::Semaphore::new(limits.max_connections.max(1)));
-    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    let max = limits.max_connections.max(1);
+    let slots = Arc::new(Semaphore::new(max));
+    let registry = Arc::new(Registry::default());
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let mut http1 = hyper::server::conn::http1::Builder::new();
     http1.timer(TokioTimer::new()).header_read_timeout(None);
+    let mut next_id: u64 = 0;
     tokio::pin!(shutdown);
     loop {
-        // A slot first: beyond the cap, connections wait in the backlog.
-        let permit = tokio::select! {
-            p = Arc::clone(&slots).acquire_owned() => match p {
-                Ok(p) => p,
-                Err(_) => break,
-            },
-            () = &mut shutdown => break,
-        };
         let stream = tokio::select! {
             r = listener.accept() => match r {
                 Ok((s, _)) => s,
@@ -280,8 +428,23 @@ pub async fn serve(
             },
             () = &mut shutdown => break,
         };
+        // At the cap, room is made before the next accept: at most one
+        // connection waits here, the others in the listen backlog.
+        let permit = tokio::select! {
+            p = make_room(&registry, &slots) => match p {
+                Some(p) => p,
+                None => break,
+            },
+            () = &mut shutdown => break,
+        };
         let _ = stream.set_nodelay(true);
-        let clock = Arc::new(Clock::new());
+        let clock = Arc::new(Clock::new(Arc::clone(&registry.changed)));
+        next_id = next_id.wrapping_add(1);
+        registry.conns().insert(next_id, Arc::clone(&clock));
+        let registered = Registered {
+            registry: Arc::clone(&registry),
+            id: next_id,
+        };
         let io = TokioIo::new(Watched {
             inner: stream,
             clock: Arc::clone(&clock),
@@ -310,19 +473,44 @@ pub async fn serve(
                     ))
                 }
             });
-        let conn = graceful.watch(http1.serve_connection(io, service));
+        let conn = http1.serve_connection(io, service);
+        let mut stop = stop_rx.clone();
         tokio::spawn(async move {
             let _permit = permit;
-            tokio::select! {
-                _ = conn => {}
-                // Dropping the connection closes its socket: nothing is in
-                // flight on it (the watchdog waits while a request is).
-                () = watchdog(clock, limits) => {}
-                // A request gave up on its reader.
-                () = close.notified() => {}
+            let _registered = registered;
+            tokio::pin!(conn);
+            let mut finishing = false;
+            loop {
+                tokio::select! {
+                    _ = conn.as_mut() => break,
+                    // Dropping the connection closes its socket: nothing is
+                    // in flight on it, or its answer is stuck on the client.
+                    () = watchdog(Arc::clone(&clock), limits) => break,
+                    // A request gave up on its reader.
+                    () = close.notified() => break,
+                    () = clock.evict.notified(), if !finishing => {
+                        if clock.busy.load(Ordering::Acquire) == 0 {
+                            break;
+                        }
+                        // A request arrived meanwhile: it is answered, then
+                        // the connection closes.
+                        conn.as_mut().graceful_shutdown();
+                        finishing = true;
+                    }
+                    r = stop.wait_for(|s| *s), if !finishing => {
+                        if r.is_err() || clock.busy.load(Ordering::Acquire) == 0 {
+                            break;
+                        }
+                        conn.as_mut().graceful_shutdown();
+                        finishing = true;
+                    }
+                }
             }
         });
     }
     drop(listener);
-    graceful.shutdown().await;
+    let _ = stop_tx.send(true);
+    // Every connection's task holds a slot until it ends.
+    let all = u32::try_from(max).unwrap_or(u32::MAX);
+    let _ = slots.acquire_many(all).await;
 }

@@ -1,5 +1,6 @@
 //! Hot reload (SPEC §9.3): one reload at a time builds a whole generation on
-//! a blocking thread and swaps it in only if every check passed; the
+//! a thread of its own, within [`RELOAD_DEADLINE`], and swaps it in only if
+//! every check passed; the
 //! triggers (directory watcher with debounce, periodic rescan, `SIGHUP`) call
 //! it. Never touches HTTP handling; reads files only through `generation`.
 
@@ -7,10 +8,12 @@ use super::generation::{describe, Generation, Snapshot};
 use super::metrics::ReloadLabel;
 use super::AppState;
 use crate::license::format_time;
+use crate::Error;
 use notify::event::{AccessKind, AccessMode, ModifyKind};
 use notify::{EventKind, RecursiveMode, Watcher};
 use std::collections::HashMap;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use time::OffsetDateTime;
@@ -59,6 +62,68 @@ pub struct ReloadOutcome {
     pub duration: Duration,
 }
 
+/// How long one reload may read and check the deployment's files (SPEC §9.1
+/// Files): past it the reload fails and the serving generation stays. A
+/// load of many large packs takes seconds; a read that hangs (a stale
+/// network mount) never ends.
+pub const RELOAD_DEADLINE: Duration = Duration::from_secs(30);
+
+/// Runs `work` on a thread of its own and waits for it at most `deadline`.
+/// A read that never returns then holds that thread only: not a worker of
+/// the async runtime, not one of its blocking threads (evaluations need
+/// those), and nothing shutdown waits for. `busy` is set while the thread
+/// runs: a previous reader still stuck past its deadline fails the next
+/// attempt at once rather than stacking another thread on the same files.
+pub(crate) async fn bounded<T: Send + 'static>(
+    what: &str,
+    busy: &Arc<AtomicBool>,
+    deadline: Duration,
+    work: impl FnOnce() -> Result<T, Error> + Send + 'static,
+) -> Result<T, Error> {
+    if busy.swap(true, Ordering::AcqRel) {
+        return Err(Error::Io(
+            format!("{what} is not started: the previous one is still reading the deployment's files, past its deadline"),
+            None,
+        ));
+    }
+    /// Clears `busy` when the thread ends, even by a panic.
+    struct Done(Arc<AtomicBool>);
+    impl Drop for Done {
+        fn drop(&mut self) {
+            self.0.store(false, Ordering::Release);
+        }
+    }
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let done = Done(Arc::clone(busy));
+    let spawned = std::thread::Builder::new()
+        .name("helixor-reload".into())
+        .spawn(move || {
+            let result = work();
+            // Cleared before the outcome is told: the next reload may start
+            // as soon as it is.
+            drop(done);
+            let _ = tx.send(result);
+        });
+    if let Err(e) = spawned {
+        busy.store(false, Ordering::Release);
+        return Err(Error::io("cannot start the reload thread", e));
+    }
+    match tokio::time::timeout(deadline, rx).await {
+        Ok(Ok(result)) => result,
+        Ok(Err(_)) => Err(Error::Io(
+            format!("{what} ended without an outcome (a bug)"),
+            None,
+        )),
+        Err(_) => Err(Error::Io(
+            format!(
+                "{what} did not finish within {} ms: reading the deployment's files is stuck",
+                deadline.as_millis()
+            ),
+            None,
+        )),
+    }
+}
+
 /// Reloads now, waiting for a reload in progress to end first (SPEC §9.3).
 pub async fn reload(state: &Arc<AppState>, trigger: Trigger) -> ReloadOutcome {
     let _one_at_a_time = state.reload_lock.lock().await;
@@ -68,29 +133,29 @@ pub async fn reload(state: &Arc<AppState>, trigger: Trigger) -> ReloadOutcome {
     let next = current.as_ref().map_or(1, |g| g.number.saturating_add(1));
     drop(current);
     let sources = state.sources.clone();
-    let built = tokio::task::spawn_blocking(move || {
-        let snapshot = Snapshot::read(&sources);
-        if previous.is_some() && snapshot.fingerprint() == previous {
-            return Ok(None);
-        }
-        Generation::build(snapshot, next, OffsetDateTime::now_utc()).map(Some)
-    })
+    let built = bounded(
+        "the reload",
+        &state.reload_busy,
+        RELOAD_DEADLINE,
+        move || {
+            let snapshot = Snapshot::read(&sources);
+            if previous.is_some() && snapshot.fingerprint() == previous {
+                return Ok(None);
+            }
+            Generation::build(snapshot, next, OffsetDateTime::now_utc()).map(Some)
+        },
+    )
     .await;
     let (result, error, message) = match built {
-        Ok(Ok(Some(generation))) => {
+        Ok(Some(generation)) => {
             state.install(generation);
             (ReloadLabel::Success, None, None)
         }
-        Ok(Ok(None)) => (ReloadLabel::Unchanged, None, None),
-        Ok(Err(e)) => {
+        Ok(None) => (ReloadLabel::Unchanged, None, None),
+        Err(e) => {
             let (name, message) = describe(&e);
             (ReloadLabel::Failure, Some(name), Some(message))
         }
-        Err(join) => (
-            ReloadLabel::Failure,
-            Some("IoError"),
-            Some(format!("the reload task did not finish: {join}")),
-        ),
     };
     let now = OffsetDateTime::now_utc();
     let outcome = ReloadOutcome {
@@ -289,4 +354,50 @@ pub fn spawn_sighup(state: &Arc<AppState>, mut signals: tokio::signal::unix::Sig
             reload(&state, Trigger::Signal).await;
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::Named;
+
+    /// A read that never returns fails its reload at the deadline, and the
+    /// next attempt at once while it is still stuck; once it returns,
+    /// reloads run again.
+    #[tokio::test]
+    async fn a_stuck_read_fails_at_the_deadline_and_blocks_nothing_else() {
+        let busy = Arc::new(AtomicBool::new(false));
+        let (release, stuck) = std::sync::mpsc::channel::<()>();
+        let started = Instant::now();
+        let e = bounded("the reload", &busy, Duration::from_millis(200), move || {
+            let _ = stuck.recv();
+            Ok(())
+        })
+        .await
+        .unwrap_err();
+        assert!(started.elapsed() < Duration::from_secs(5));
+        assert_eq!(e.name(), crate::ErrorName::IoError);
+        assert_eq!(
+            e.to_string(),
+            "the reload did not finish within 200 ms: reading the deployment's files is stuck"
+        );
+        let e = bounded("the reload", &busy, Duration::from_secs(5), || Ok(()))
+            .await
+            .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "the reload is not started: the previous one is still reading the deployment's files, past its deadline"
+        );
+        release.send(()).unwrap();
+        for _ in 0..200 {
+            if !busy.load(Ordering::Acquire) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let n = bounded("the reload", &busy, Duration::from_secs(5), || Ok(7))
+            .await
+            .unwrap();
+        assert_eq!(n, 7);
+    }
 }

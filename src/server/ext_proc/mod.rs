@@ -79,20 +79,27 @@ pub const ROUTE_RESPONSE: &str = "ext_proc:response";
 const INLINE_BYTES: usize = super::routes::INLINE_BYTES;
 /// Answers queued towards Envoy per stream.
 const ANSWER_BUFFER: usize = 16;
-/// How long a new stream waits for a `limits.max_concurrency` slot: as
-/// long as an HTTP request does.
+/// How long a new stream waits for an `ext_proc.max_concurrency` slot: as
+/// long as an HTTP request waits for one of its own.
 const QUEUE_WAIT: Duration = super::routes::QUEUE_WAIT;
 
-/// The ext_proc gRPC service, sharing the HTTP server's state.
+/// The ext_proc gRPC service, sharing the HTTP server's state but not its
+/// concurrency slots (SPEC §9.1 `ext_proc.max_concurrency`): streams that
+/// Envoy (or anyone) holds open never take a slot of the HTTP routes.
 #[derive(Debug, Clone)]
 pub struct ExtProc {
     state: Arc<AppState>,
+    /// Slots of `ext_proc.max_concurrency`: one per open stream.
+    slots: Arc<tokio::sync::Semaphore>,
 }
 
 impl ExtProc {
-    /// The service for `state`.
+    /// The service for `state`, with a pool of `ext_proc.max_concurrency` slots.
     pub fn new(state: Arc<AppState>) -> Self {
-        Self { state }
+        let slots = Arc::new(tokio::sync::Semaphore::new(
+            state.config.ext_proc.max_concurrency,
+        ));
+        Self { state, slots }
     }
 
     /// The tonic service, with messages capped a little above the body limit.
@@ -138,12 +145,12 @@ impl ExternalProcessor for ExtProc {
                 "a valid `authorization: Bearer <token>` or `x-api-key` is needed",
             ));
         }
-        let slots = Arc::clone(&self.state.slots);
+        let slots = Arc::clone(&self.slots);
         let permit = match tokio::time::timeout(QUEUE_WAIT, slots.acquire_owned()).await {
             Ok(Ok(p)) => p,
             _ => {
                 return Err(Status::resource_exhausted(
-                    "limits.max_concurrency requests are in flight",
+                    "ext_proc.max_concurrency streams are in flight",
                 ))
             }
         };
@@ -151,22 +158,36 @@ impl ExternalProcessor for ExtProc {
         let (tx, rx) = tokio::sync::mpsc::channel(ANSWER_BUFFER);
         let state = Arc::clone(&self.state);
         tokio::spawn(async move {
+            // Held until this task ends, which is never before the work it
+            // started: a slot is never free while its work still runs.
             let _permit = permit;
             let timeout = Duration::from_millis(state.config.limits.request_timeout_ms);
+            let idle = Duration::from_millis(state.config.ext_proc.idle_stream_timeout_ms);
             let mut exchange = Some(Exchange::new(Arc::clone(&state)));
+            let mut overran = None;
             // Envoy ends the stream (or resets it on its own timeouts): then
             // this loop ends and the sessions are dropped. A message that
             // does not parse ends it as the client's error, never as OK.
             loop {
-                let msg = match inbound.message().await {
-                    Ok(Some(msg)) => msg,
-                    Ok(None) => break,
-                    Err(status) => {
+                let msg = match tokio::time::timeout(idle, inbound.message()).await {
+                    Ok(Ok(Some(msg))) => msg,
+                    Ok(Ok(None)) => break,
+                    Ok(Err(status)) => {
                         let refused = Status::invalid_argument(format!(
                             "the message could not be read: {}",
                             status.message()
                         ));
                         let _ = tx.send(Err(refused)).await;
+                        break;
+                    }
+                    Err(_) => {
+                        // A stream that sends nothing holds a slot for
+                        // nothing: it is ended (SPEC §9.1).
+                        let _ = tx
+                            .send(Err(Status::deadline_exceeded(
+                                "the stream sent nothing for ext_proc.idle_stream_timeout_ms",
+                            )))
+                            .await;
                         break;
                     }
                 };
@@ -176,32 +197,49 @@ impl ExternalProcessor for ExtProc {
                     exchange = Some(ex);
                     a
                 } else {
-                    let work = tokio::task::spawn_blocking(move || {
+                    let mut work = tokio::task::spawn_blocking(move || {
                         let a = ex.handle(msg);
                         (ex, a)
                     });
-                    match tokio::time::timeout(timeout, work).await {
+                    match tokio::time::timeout(timeout, &mut work).await {
                         Ok(Ok((ex, a))) => {
                             exchange = Some(ex);
                             a
                         }
-                        _ => vec![immediate_error(&ApiError::new(
-                            ErrorName::ServiceUnavailableError,
-                            "the evaluation ran over limits.request_timeout_ms",
+                        Ok(Err(_)) => vec![immediate_error(&ApiError::internal(
+                            "internal error (a bug): the evaluation did not finish",
                         ))],
+                        Err(_) => {
+                            overran = Some(work);
+                            vec![immediate_error(&ApiError::new(
+                                ErrorName::ServiceUnavailableError,
+                                "the evaluation ran over limits.request_timeout_ms",
+                            ))]
+                        }
                     }
                 };
+                let mut gone = false;
                 for a in answers {
-                    if tx.send(Ok(a)).await.is_err() {
-                        return;
+                    // A peer that takes no answer for as long as a silent
+                    // one may send nothing holds its slot no longer.
+                    match tokio::time::timeout(idle, tx.send(Ok(a))).await {
+                        Ok(Ok(())) => {}
+                        _ => {
+                            gone = true;
+                            break;
+                        }
                     }
                 }
-                if exchange.as_ref().is_none_or(Exchange::closed) {
+                if gone || exchange.as_ref().is_none_or(Exchange::closed) {
                     break;
                 }
             }
             if let Some(ex) = exchange {
                 ex.end();
+            }
+            // The 503 is sent; the slot waits for the work it answered for.
+            if let Some(work) = overran {
+                let _ = work.await;
             }
         });
         Ok(Response::new(ReceiverStream::new(rx)))
@@ -235,10 +273,13 @@ pub async fn spawn(
     // Nagle's delay would add tens of milliseconds to each. (The builder's
     // `tcp_nodelay` does not apply to an incoming stream given to it.)
     let incoming = tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
+    let max_streams = state.config.ext_proc.max_streams_per_connection;
     let service = ExtProc::new(state).into_server();
     let task = tokio::spawn(async move {
         let served = tonic::transport::Server::builder()
             .http2_keepalive_interval(Some(Duration::from_secs(30)))
+            // One connection cannot open more streams than this (SPEC §9.1).
+            .max_concurrent_streams(Some(max_streams))
             .add_service(service)
             .serve_with_incoming_shutdown(incoming, stop)
             .await;

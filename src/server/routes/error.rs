@@ -161,6 +161,65 @@ pub fn json_response(status: StatusCode, value: &impl Serialize) -> Response {
     }
 }
 
+/// The message of the 413 for an answer over `limits.max_response_bytes`.
+pub(crate) fn answer_too_large(max: usize) -> ApiError {
+    ApiError::new(
+        crate::ErrorName::PayloadTooLargeError,
+        format!("the answer would be over the {max}-byte limit (limits.max_response_bytes)"),
+    )
+}
+
+/// A `Vec` that refuses to grow past its cap.
+struct Capped {
+    bytes: Vec<u8>,
+    max: usize,
+}
+
+impl std::io::Write for Capped {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if self.bytes.len().saturating_add(buf.len()) > self.max {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::FileTooLarge,
+                "over limits.max_response_bytes",
+            ));
+        }
+        self.bytes.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// A JSON answer of at most `max` bytes, or the 413 `PayloadTooLargeError`
+/// naming `limits.max_response_bytes` (SPEC §9.1). Serialising stops at
+/// the limit: a larger answer is never held whole.
+pub(crate) fn json_response_capped(
+    status: StatusCode,
+    value: &impl Serialize,
+    max: usize,
+) -> Result<Response, ApiError> {
+    let mut out = Capped {
+        bytes: Vec::new(),
+        max,
+    };
+    match serde_json::to_writer(&mut out, value) {
+        Ok(()) => Ok((
+            status,
+            [(CONTENT_TYPE, HeaderValue::from_static("application/json"))],
+            out.bytes,
+        )
+            .into_response()),
+        Err(e) if e.io_error_kind() == Some(std::io::ErrorKind::FileTooLarge) => {
+            Err(answer_too_large(max))
+        }
+        Err(_) => Err(ApiError::internal(
+            "internal error (a bug): the response could not be serialised",
+        )),
+    }
+}
+
 /// The answer of a handler that panicked.
 pub(crate) fn panic_response(_panic: Box<dyn std::any::Any + Send + 'static>) -> Response {
     // The panic's message is not returned: it could quote anything.

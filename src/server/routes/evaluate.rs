@@ -5,7 +5,7 @@
 //! do), touch the route table or the middleware, or put any part of a
 //! payload in a log line or an error message.
 
-use super::error::{json_response, ApiError};
+use super::error::{json_response_capped, ApiError};
 use super::extract::{EvaluateBody, JsonBody};
 use super::middleware::noted;
 use super::AppStateRef;
@@ -20,16 +20,117 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
 use serde::Serialize;
-use serde_json::{json, Value};
-use std::sync::Arc;
+use serde_json::Value;
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
 use time::OffsetDateTime;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 /// Above this many bytes of payload, an evaluation runs off the async workers.
 pub(crate) const INLINE_BYTES: usize = 64 * 1024;
 
+/// What a request holds while it is handled: its `limits.max_concurrency`
+/// slot and, for a large body, the memory reserved for it.
+#[derive(Debug)]
+pub(crate) struct Held {
+    /// The slot, until a handler takes it for work of its own ([`Held::take_slot`]).
+    pub(crate) slot: std::sync::Mutex<Option<OwnedSemaphorePermit>>,
+    pub(crate) _body: Option<OwnedSemaphorePermit>,
+}
+
+impl Held {
+    /// The slot's permit, if no one took it yet.
+    pub(crate) fn take_slot(&self) -> Option<OwnedSemaphorePermit> {
+        self.slot
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take()
+    }
+
+    /// Whether the slot is still held here.
+    pub(crate) fn holds_slot(&self) -> bool {
+        self.slot
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .is_some()
+    }
+}
+
+tokio::task_local! {
+    /// What the request being handled holds, set by the concurrency
+    /// middleware: work sent off the async workers takes a share of it along.
+    pub(crate) static SLOT: Arc<Held>;
+}
+
+thread_local! {
+    /// Set on a blocking thread while it runs a request's work: whether the
+    /// request has already been answered without it.
+    static ABANDONED: RefCell<Option<Arc<AtomicBool>>> = const { RefCell::new(None) };
+}
+
+/// Whether the request whose work runs on this thread has already been
+/// answered without it (it ran over `request_timeout_ms`, or its client
+/// left): work made of many evaluations (a batch, a gateway body's texts)
+/// stops at the next one, its answer would be dropped anyway (SPEC §9.1).
+pub(crate) fn abandoned() -> bool {
+    ABANDONED.with(|a| {
+        a.borrow()
+            .as_ref()
+            .is_some_and(|f| f.load(Ordering::Acquire))
+    })
+}
+
+/// Marks the work abandoned when the request's handler is dropped before
+/// the work's answer came (a 503 at `request_timeout_ms`).
+struct AbandonOnDrop(Option<Arc<AtomicBool>>);
+
+impl Drop for AbandonOnDrop {
+    fn drop(&mut self) {
+        if let Some(f) = self.0.take() {
+            f.store(true, Ordering::Release);
+        }
+    }
+}
+
+/// Clears [`ABANDONED`] when the work ends, however it ends.
+struct Attached;
+
+impl Attached {
+    fn to(flag: Arc<AtomicBool>) -> Self {
+        ABANDONED.with(|a| *a.borrow_mut() = Some(flag));
+        Self
+    }
+}
+
+impl Drop for Attached {
+    fn drop(&mut self) {
+        ABANDONED.with(|a| a.borrow_mut().take());
+    }
+}
+
+/// Large evaluations running at once: a few per core. They are CPU-bound,
+/// so more at once finish no sooner, and each holds its text, its decision
+/// and its answer in memory: 400 of them at once took 500 MB (issue 27).
+/// The others wait (their requests' timeout still runs) holding only their
+/// text.
+fn heavy_gate() -> &'static Arc<Semaphore> {
+    static GATE: OnceLock<Arc<Semaphore>> = OnceLock::new();
+    GATE.get_or_init(|| {
+        let cores = std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get);
+        Arc::new(Semaphore::new(cores.saturating_mul(2).max(2)))
+    })
+}
+
 /// Runs `work` in place when the payload is small (`bytes` ≤ [`INLINE_BYTES`]),
 /// else on a blocking thread, so that a large evaluation never stalls the
-/// async workers (and `/healthz`); request_timeout_ms still bounds it.
+/// async workers (and `/healthz`); request_timeout_ms still bounds it, the
+/// wait for one of the few large evaluations that run at once included.
+///
+/// A blocking thread cannot be stopped from outside, so work that outlives
+/// its request's 503 keeps the request's concurrency slot ([`SLOT`]) until
+/// it ends: a slot is never free while its work still runs. And it learns
+/// it was abandoned ([`abandoned`]), to stop between evaluations.
 pub(crate) async fn off_workers<F>(bytes: usize, work: F) -> Result<Response, ApiError>
 where
     F: FnOnce() -> Result<Response, ApiError> + Send + 'static,
@@ -37,9 +138,23 @@ where
     if bytes <= INLINE_BYTES {
         return work();
     }
-    tokio::task::spawn_blocking(work)
+    let slot = SLOT.try_with(Arc::clone).ok();
+    let turn = Arc::clone(heavy_gate())
+        .acquire_owned()
         .await
-        .map_err(|_| ApiError::internal("internal error (a bug): the evaluation did not finish"))?
+        .map_err(|_| ApiError::internal("internal error (a bug): the evaluation gate closed"))?;
+    let flag = Arc::new(AtomicBool::new(false));
+    let mut on_drop = AbandonOnDrop(Some(Arc::clone(&flag)));
+    let done = tokio::task::spawn_blocking(move || {
+        let _slot = slot;
+        let _turn = turn;
+        let _attached = Attached::to(flag);
+        work()
+    })
+    .await;
+    // Answered with the work's own result: nothing was abandoned.
+    on_drop.0 = None;
+    done.map_err(|_| ApiError::internal("internal error (a bug): the evaluation did not finish"))?
 }
 
 pub(super) fn now_unix_nanos() -> i128 {
@@ -161,7 +276,11 @@ async fn evaluate_single(
             generation: generation.number,
             remedy: with_remedy.then(|| remedy(&decision)),
         };
-        Ok(noted(json_response(StatusCode::OK, &answer), &decision))
+        let max = state.config.limits.max_response_bytes;
+        Ok(noted(
+            json_response_capped(StatusCode::OK, &answer, max)?,
+            &decision,
+        ))
     })
     .await
 }
@@ -190,6 +309,13 @@ enum BatchResult<'a> {
         error: &'static str,
         message: String,
     },
+}
+
+/// The answer of a batch.
+#[derive(Serialize)]
+struct BatchAnswer<'a> {
+    generation: u64,
+    results: Vec<BatchResult<'a>>,
 }
 
 /// `POST /evaluate/batch`: one result per item, a decision or that item's error.
@@ -263,6 +389,11 @@ fn batch_answer(
                 choose(&generation, r.pack_id.as_deref(), default_pack).map(|p| (p, r))
             });
             match chosen {
+                // The request was already answered 503: the rest is not evaluated.
+                Ok(_) if abandoned() => BatchResult::Error {
+                    error: ErrorName::ServiceUnavailableError.as_str(),
+                    message: "not evaluated: the request ran over limits.request_timeout_ms".into(),
+                },
                 Ok((pack, r)) => {
                     let d = pack
                         .evaluator
@@ -277,8 +408,12 @@ fn batch_answer(
             }
         })
         .collect();
-    Ok(json_response(
+    json_response_capped(
         StatusCode::OK,
-        &json!({"generation": generation.number, "results": results}),
-    ))
+        &BatchAnswer {
+            generation: generation.number,
+            results,
+        },
+        state.config.limits.max_response_bytes,
+    )
 }

@@ -122,13 +122,17 @@ pub(crate) fn too_large(limit: usize) -> ApiError {
     )
 }
 
-/// Whether a `Content-Length` header declares more than `limit` bytes.
-pub(crate) fn declares_over(headers: &HeaderMap, limit: usize) -> bool {
+/// The length a `Content-Length` header declares, if any.
+pub(crate) fn declared_length(headers: &HeaderMap) -> Option<u64> {
     headers
         .get(CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok())
-        .is_some_and(|n| n > limit as u64)
+}
+
+/// Whether a `Content-Length` header declares more than `limit` bytes.
+pub(crate) fn declares_over(headers: &HeaderMap, limit: usize) -> bool {
+    declared_length(headers).is_some_and(|n| n > limit as u64)
 }
 
 /// Whether a body error is the body limit's (anywhere in its chain).

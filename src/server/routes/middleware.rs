@@ -6,12 +6,12 @@
 //! or log a payload, a token or a raw path.
 
 use super::error::{layer_error_json, ApiError, LayerMessages};
-use super::extract::{declares_over, is_length_limit, too_large};
+use super::extract::{declared_length, declares_over, is_length_limit, too_large};
 use super::{route_at, AppStateRef, Route, ROUTES, UNMATCHED_ROUTE};
 use crate::error::ErrorName;
 use axum::body::Body;
 use axum::extract::{MatchedPath, Request, State};
-use axum::http::header::AUTHORIZATION;
+use axum::http::header::{AUTHORIZATION, CONTENT_TYPE, TRANSFER_ENCODING};
 use axum::http::HeaderValue;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
@@ -165,7 +165,10 @@ pub(super) async fn auth(State(state): State<AppStateRef>, req: Request, next: N
 }
 
 /// `limits.max_concurrency`: once its body has arrived, a request waits up
-/// to [`QUEUE_WAIT`] for a slot, then gets 503. Probes are not limited.
+/// to [`QUEUE_WAIT`] for a slot, then gets 503. Probes are not limited. A
+/// body over 64 KiB is read only once memory is reserved for it (the
+/// server's body budget, waited for as long as a slot), and the reservation
+/// is held as long as the slot.
 pub(super) async fn concurrency(
     State(state): State<AppStateRef>,
     req: Request,
@@ -182,6 +185,34 @@ pub(super) async fn concurrency(
     if declares_over(&parts.headers, limits.max_body_bytes) {
         return too_large(limits.max_body_bytes).into_response();
     }
+    // A large body is read only once memory for it is reserved: a flood of
+    // large uploads waits in the sockets (the kernel's buffers), not in the
+    // server's memory (SPEC §9.1; issue 27 row 5). Small bodies, probes'
+    // and most requests', need no reservation.
+    let reserve = match declared_length(&parts.headers) {
+        Some(n) if n <= super::INLINE_BYTES as u64 => 0,
+        Some(n) => n,
+        // A chunked body may be as large as allowed; with neither header
+        // there is no body (HTTP/1.1).
+        None if parts.headers.contains_key(TRANSFER_ENCODING) => limits.max_body_bytes as u64,
+        None => 0,
+    };
+    let reserved = if reserve == 0 {
+        None
+    } else {
+        let kib = u32::try_from(reserve.div_ceil(1024)).unwrap_or(u32::MAX);
+        let budget = Arc::clone(&state.body_budget);
+        // As long as for a slot: a client told 503 at once can go elsewhere.
+        match tokio::time::timeout(QUEUE_WAIT, budget.acquire_many_owned(kib)).await {
+            Ok(Ok(p)) => Some(p),
+            _ => {
+                return ApiError::unavailable(
+                    "the server holds as many large request bodies as it may; retry later",
+                )
+                .into_response()
+            }
+        }
+    };
     let upload = axum::body::to_bytes(body, limits.max_body_bytes);
     let bytes = match tokio::time::timeout(Duration::from_millis(limits.request_timeout_ms), upload)
         .await
@@ -214,29 +245,55 @@ pub(super) async fn concurrency(
             }
         },
     };
+    // Shared with work sent off the async workers, which keeps it while it
+    // runs, even past a 503 (`off_workers`): the slot and the body's memory.
     // A handler whose work outlives its response (a stream session) takes
-    // the slot along and frees it when that work ends; otherwise the slot
-    // is free once the response is ready.
-    let slot = Slot(Arc::new(std::sync::Mutex::new(Some(permit))));
+    // the slot along ([`Slot`]) and frees it when that work ends.
+    let held = Arc::new(super::evaluate::Held {
+        slot: std::sync::Mutex::new(Some(permit)),
+        _body: reserved,
+    });
     let mut req = req;
-    req.extensions_mut().insert(slot.clone());
-    let resp = next.run(req).await;
-    drop(slot);
+    req.extensions_mut().insert(Slot(Arc::clone(&held)));
+    let resp = super::evaluate::SLOT
+        .scope(Arc::clone(&held), next.run(req))
+        .await;
+    // Every route's answer is held to the limit; the evaluation routes
+    // already stop serialising at it, this catches any other.
+    let max = limits.max_response_bytes;
+    if axum::body::HttpBody::size_hint(resp.body())
+        .exact()
+        .is_some_and(|n| n > max as u64)
+    {
+        return super::error::answer_too_large(max).into_response();
+    }
+    let streaming = resp
+        .headers()
+        .get(CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"));
+    if streaming && held.holds_slot() {
+        // A stream's work goes on while its body is sent: the slot is held
+        // until the body ends (or the client goes away).
+        let (parts, body) = resp.into_parts();
+        let body = http_body_util::BodyExt::map_frame(body, move |frame| {
+            let _held = &held;
+            frame
+        });
+        return Response::from_parts(parts, Body::new(body));
+    }
+    drop(held);
     resp
 }
 
 /// The concurrency slot of a request, in its extensions: a handler may take
 /// it ([`Slot::take`]) to hold it for work that goes on after its response.
 #[derive(Debug, Clone)]
-pub(crate) struct Slot(Arc<std::sync::Mutex<Option<tokio::sync::OwnedSemaphorePermit>>>);
+pub(crate) struct Slot(Arc<super::evaluate::Held>);
 
 impl Slot {
     /// The permit, if no one took it yet.
     pub(crate) fn take(&self) -> Option<tokio::sync::OwnedSemaphorePermit> {
-        self.0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .take()
+        self.0.take_slot()
     }
 }
 
