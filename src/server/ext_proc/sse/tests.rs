@@ -429,7 +429,7 @@ fn strings_outside_the_streamed_fields_are_judged_whole() {
             "delta": {"content": "ok"}, "logprobs": {"content": [{"token": "jane.doe@example.com"}]}}]}),
     ] {
         let mut rw = rewriter();
-        let outs = run(&mut rw, sse(&[event.clone()]).as_bytes(), &[]);
+        let outs = run(&mut rw, sse(std::slice::from_ref(&event)).as_bytes(), &[]);
         let all = String::from_utf8(outs.concat()).unwrap();
         assert!(!all.contains("jane.doe"), "{all}");
         assert!(all.contains("[REDACTED_EMAIL]"), "{all}");
