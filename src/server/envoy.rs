@@ -7,8 +7,8 @@
 //! in an answer, a log or a metric.
 
 use super::gateway::{
-    body_error, judge_body, violation_body, Judge, PackHeader, Verdict, ACTION_HEADER,
-    RECEIPT_HEADER,
+    abandoned_error, body_error, judge_body, violation_body, Judge, PackHeader, Verdict,
+    ACTION_HEADER, RECEIPT_HEADER,
 };
 use super::generation::Generation;
 use super::routes::{
@@ -50,6 +50,9 @@ fn judge(
     );
     let verdict =
         judge_body(&mut judge, body, state.config.limits.max_texts).map_err(|e| body_error(&e))?;
+    if let Verdict::Abandoned = verdict {
+        return Err(abandoned_error());
+    }
     let Some(d) = judge.deciding() else {
         // No string at all (`{}`, an empty message list): nothing to refuse.
         state.metrics.observe_gateway(EXT_AUTHZ_PREFIX, "allow");

@@ -6,7 +6,7 @@
 //! Nothing here logs or returns any part of a payload.
 
 use super::metrics::Metrics;
-use super::routes::ApiError;
+use super::routes::{abandoned, ApiError};
 use crate::engine::{Decision, Evaluator, Normalize, Severity};
 use crate::json_text::{self, Body, BodyError};
 use crate::ErrorName;
@@ -206,6 +206,15 @@ pub(crate) enum Verdict {
     Rewrite(Vec<u8>),
     /// A FATAL string: the exchange is refused.
     Refuse,
+    /// The request was answered without this work (SPEC §9.1): it stopped
+    /// between two strings, and its verdict must not be used.
+    Abandoned,
+}
+
+/// The error of work that stopped because its request was answered
+/// without it (never sent: that request has its answer).
+pub(crate) fn abandoned_error() -> ApiError {
+    ApiError::unavailable("the request was answered before its body was judged")
 }
 
 /// Judges every string value of `body` (SPEC §12.4), or the body as one
@@ -225,6 +234,9 @@ pub(crate) fn judge_body(
         Body::Json(strings) => {
             let mut edits = Vec::new();
             for s in &strings {
+                if abandoned() {
+                    return Ok(Verdict::Abandoned);
+                }
                 match judge.judge_value(&s.text, max_texts)? {
                     Need::Keep => {}
                     Need::Redact(clean) => edits.push((s.span.clone(), clean)),
@@ -271,6 +283,7 @@ mod tests {
         match judge_body(&mut judge, body.as_bytes(), 100) {
             Ok(Verdict::Pass) => "pass".into(),
             Ok(Verdict::Refuse) => format!("refuse {}", judge.fatal_ids().join(",")),
+            Ok(Verdict::Abandoned) => "abandoned".into(),
             Ok(Verdict::Rewrite(b)) => String::from_utf8(b).unwrap(),
             Err(e) => format!("error {e}"),
         }

@@ -25,11 +25,12 @@
 //! decision of the text so far is `BLOCKED` at once: waiting for it to be
 //! final is not possible when the last call cannot be recognised.
 
-use super::gateway::{body_error, Judge, Need, PackHeader};
+use super::gateway::{abandoned_error, body_error, Judge, Need, PackHeader};
 use super::generation::Generation;
 use super::metrics::Metrics;
 use super::routes::{
-    choose, json_response, noted, off_workers, serving, ApiError, AppStateRef, JsonBytes,
+    abandoned, choose, json_response_capped, noted, off_workers, serving, ApiError, AppStateRef,
+    JsonBytes,
 };
 use super::AppState;
 use crate::engine::{Decision, Evaluator, StreamOptions};
@@ -210,6 +211,9 @@ fn judge<'e>(
     let mut redacted_tool_call = false;
     let mut rows_or_tools: [bool; 2] = [false; 2];
     for s in &strings {
+        if abandoned() {
+            return Err(abandoned_error());
+        }
         let root = s.root_key.as_deref().unwrap_or_default();
         let need = judge
             .judge_value(&s.text, max_texts)
@@ -343,7 +347,11 @@ fn respond(
         state.config.limits.max_texts,
     )?;
     state.metrics.observe_gateway(LITELLM_ROUTE, answer.action);
-    let resp = json_response(StatusCode::OK, &answer);
+    let resp = json_response_capped(
+        StatusCode::OK,
+        &answer,
+        state.config.limits.max_response_bytes,
+    )?;
     Ok(match &deciding {
         Some(d) => noted(resp, d),
         None => resp,

@@ -25,8 +25,8 @@
 pub mod sse;
 
 use super::gateway::{
-    body_error, judge_body, violation_body, Judge, Verdict as BodyVerdict, ACTION_HEADER,
-    PACK_HEADER, RECEIPT_HEADER,
+    abandoned_error, body_error, judge_body, violation_body, Judge, Verdict as BodyVerdict,
+    ACTION_HEADER, PACK_HEADER, RECEIPT_HEADER,
 };
 use super::generation::Generation;
 use super::routes::{
@@ -762,6 +762,7 @@ fn judge(state: &AppState, ev: &Evaluator, body: &[u8], noted: &mut Option<Noted
         Err(e) => Verdict::Invalid(body_error(&e)),
         Ok(BodyVerdict::Pass) => Verdict::Pass,
         Ok(BodyVerdict::Rewrite(bytes)) => Verdict::Replace(bytes),
+        Ok(BodyVerdict::Abandoned) => Verdict::Invalid(abandoned_error()),
         Ok(BodyVerdict::Refuse) => match judge.deciding() {
             Some(d) => Verdict::Refuse(violation_body(d)),
             None => Verdict::Invalid(ApiError::internal(

@@ -21,8 +21,8 @@ mod ops;
 pub use error::{json_response, status_of, ApiError, INTERNAL_ERROR};
 pub use middleware::{API_KEY_HEADER, MAX_REQUEST_ID_LEN, QUEUE_WAIT, REQUEST_ID_HEADER};
 
-pub(crate) use error::{layer_error_json, panic_response, LayerMessages};
-pub(crate) use evaluate::{choose, off_workers, serving, INLINE_BYTES};
+pub(crate) use error::{json_response_capped, layer_error_json, panic_response, LayerMessages};
+pub(crate) use evaluate::{abandoned, choose, off_workers, serving, INLINE_BYTES};
 pub(crate) use extract::{
     check_content_type, compressed_reply, compressed_request, content_coding, EvaluateBody,
     JsonBytes, RawBody,
