@@ -371,6 +371,105 @@ impl<'de> serde::de::Visitor<'de> for DupCheck {
     }
 }
 
+/// Every key and string of `v`, in the order serde_json reads them.
+fn all_strings(v: &Value, out: &mut Vec<String>) {
+    match v {
+        Value::String(s) => out.push(s.clone()),
+        Value::Array(a) => a.iter().for_each(|e| all_strings(e, out)),
+        Value::Object(m) => {
+            for (k, e) in m {
+                out.push(k.clone());
+                all_strings(e, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The body walker of the gateways (SPEC §12.4, `src/json_text.rs`) and
+/// the judge over it: the walker reads a JSON body exactly when serde_json
+/// reads it without a key twice, finds exactly its strings (keys included)
+/// in order, and a rewrite of them reads back as the same document with
+/// those strings changed; the judge never panics, refuses only with a FATAL
+/// rule met, and a body it rewrites is still JSON with as many strings.
+pub fn body_walker(data: &[u8]) {
+    use crate::json_text::{self, Body, BodyError};
+    use crate::server::gateway::{judge_body, Judge, Verdict};
+    const MAX: usize = 100_000;
+    let walked = json_text::read(data, MAX);
+    let text = std::str::from_utf8(data);
+    match (&walked, &text) {
+        (Err(BodyError::NotUtf8 { .. }), Ok(_)) | (Ok(_), Err(_)) => {
+            broken("the walker misread whether the body is UTF-8".into())
+        }
+        (Ok(Body::Text(_)), Ok(t)) if json_text::looks_like_json(t) => {
+            broken("a body that starts like JSON was read as text".into())
+        }
+        _ => {}
+    }
+    let mut lax: Option<Value> = None;
+    if text.is_ok_and(json_text::looks_like_json) {
+        // serde_json reads no byte order mark: the walker refuses it too.
+        let dup = has_duplicate_key(data);
+        match (&walked, dup) {
+            (Ok(Body::Json(_)), Some(true)) => broken("a key twice was read".into()),
+            (Ok(Body::Json(_)), None) => broken("the walker read what serde_json refuses".into()),
+            (Err(BodyError::DuplicateKey), d) if d != Some(true) => {
+                broken("a duplicate key was claimed where there is none".into())
+            }
+            (Err(BodyError::Malformed { .. }), Some(_)) => {
+                broken("the walker refused JSON that serde_json reads".into())
+            }
+            _ => {}
+        }
+        lax = serde_json::from_slice(data).ok();
+    }
+    if let (Ok(Body::Json(found)), Some(v)) = (&walked, &lax) {
+        let mut want = Vec::new();
+        all_strings(v, &mut want);
+        if found.len() != want.len() || found.iter().zip(&want).any(|(f, w)| f.text != w.as_str()) {
+            broken("the walker found other strings than serde_json".into());
+        }
+        let marked: Vec<String> = found.iter().map(|s| format!("<{}>", s.text)).collect();
+        let out = json_text::rewrite(
+            data,
+            found
+                .iter()
+                .zip(&marked)
+                .map(|(s, m)| (s.span.clone(), m.as_str())),
+        );
+        let mut back = Vec::new();
+        match serde_json::from_slice::<Value>(&out) {
+            Ok(b) => all_strings(&b, &mut back),
+            Err(_) => broken("a rewritten body is not JSON".into()),
+        }
+        if back != marked {
+            broken("a rewritten body reads back as another document".into());
+        }
+    }
+    let ev = &stream_evaluators()[0];
+    let mut judge = Judge::new(ev, crate::engine::Normalize::None, None);
+    match judge_body(&mut judge, data, MAX) {
+        Ok(Verdict::Refuse) if judge.fatal_ids().is_empty() => {
+            broken("a refusal without a FATAL rule".into())
+        }
+        Ok(Verdict::Rewrite(out)) if lax.is_some() => {
+            let mut before = Vec::new();
+            let mut after = Vec::new();
+            all_strings(lax.as_ref().unwrap_or(&Value::Null), &mut before);
+            match serde_json::from_slice::<Value>(&out) {
+                Ok(b) => all_strings(&b, &mut after),
+                Err(_) => broken("a redacted body is not JSON".into()),
+            }
+            if before.len() != after.len() {
+                broken("a redacted body has another number of strings".into());
+            }
+        }
+        Ok(Verdict::Abandoned) => broken("work abandoned outside a request".into()),
+        _ => {}
+    }
+}
+
 /// The two stream evaluators: built-in rules only, and the probe rules.
 fn stream_evaluators() -> &'static [Evaluator; 2] {
     static EVALUATORS: OnceLock<[Evaluator; 2]> = OnceLock::new();
@@ -518,10 +617,11 @@ pub fn stream(data: &[u8]) {
 pub type Harness = fn(&[u8]);
 
 /// Every harness by target name, as `fuzz/` and the replay test name them.
-pub const TARGETS: [(&str, Harness); 5] = [
+pub const TARGETS: [(&str, Harness); 6] = [
     ("container", container),
     ("license", license),
     ("playbook", playbook),
     ("json_body", json_body),
     ("stream", stream),
+    ("body_walker", body_walker),
 ];

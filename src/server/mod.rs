@@ -22,7 +22,7 @@ pub mod auth;
 pub mod config;
 mod envoy;
 pub mod ext_proc;
-mod gateway;
+pub(crate) mod gateway;
 pub mod generation;
 pub mod healthcheck;
 pub mod listener;
