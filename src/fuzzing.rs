@@ -371,25 +371,19 @@ impl<'de> serde::de::Visitor<'de> for DupCheck {
     }
 }
 
-/// Every key and string of `v`, in the order serde_json reads them.
+/// Every string value of `v` (keys are not judged, SPEC §12.4).
 fn all_strings(v: &Value, out: &mut Vec<String>) {
     match v {
         Value::String(s) => out.push(s.clone()),
         Value::Array(a) => a.iter().for_each(|e| all_strings(e, out)),
-        Value::Object(m) => {
-            for (k, e) in m {
-                out.push(k.clone());
-                all_strings(e, out);
-            }
-        }
+        Value::Object(m) => m.values().for_each(|e| all_strings(e, out)),
         _ => {}
     }
 }
 
 /// The body walker of the gateways (SPEC §12.4, `src/json_text.rs`) and
 /// the judge over it: the walker reads a JSON body exactly when serde_json
-/// reads it without a key twice, finds exactly its strings (keys included)
-/// in order, and a rewrite of them reads back as the same document with
+/// reads it without a key twice, finds exactly its string values, and a rewrite of them reads back as the same document with
 /// those strings changed; the judge never panics, refuses only with a FATAL
 /// rule met, and a body it rewrites is still JSON with as many strings.
 pub fn body_walker(data: &[u8]) {

@@ -290,17 +290,15 @@ mod tests {
     }
 
     #[test]
-    fn keys_values_and_escaped_json_inside_strings_are_judged() {
-        // A value with escapes, a key, a tool call's arguments with escapes
-        // of their own.
+    fn values_and_escaped_json_inside_strings_are_judged() {
+        // A value with escapes, a tool call's arguments with escapes of
+        // their own.
         assert_eq!(
             verdict(r#"{"a":"123\u002d45\u002d6789"}"#),
             "refuse RULE-GLBA-SSN-BLOCK"
         );
-        assert_eq!(
-            verdict(r#"{"by":{"123-45-6789":1}}"#),
-            "refuse RULE-GLBA-SSN-BLOCK"
-        );
+        // Keys are not judged (SPEC §12.4).
+        assert_eq!(verdict(r#"{"by":{"123-45-6789":1}}"#), "pass");
         assert_eq!(
             verdict(r#"{"arguments":"{\"ssn\":\"123\\u002d45\\u002d6789\"}"}"#),
             "refuse RULE-GLBA-SSN-BLOCK"
@@ -313,11 +311,6 @@ mod tests {
             ),
             r#"{"arguments":"{\"to\":\"<[REDACTED_EMAIL]>\",\"n\":1}","k":"v"}"#
         );
-        // A key redacted in place.
-        assert_eq!(
-            verdict(r#"{"by":{"jane@example.com":1}}"#),
-            r#"{"by":{"[REDACTED_EMAIL]":1}}"#
-        );
         // Text that only starts like JSON is judged as text.
         assert_eq!(
             verdict(r#"{"a":"[not json\\ 123-45-6789"}"#),
@@ -325,9 +318,9 @@ mod tests {
         );
         assert_eq!(verdict(r#"{"a":"{\"b\":\"c\\n\"}"}"#), "pass");
         // The strings of nested JSON count against max_texts.
-        let many: String = (0..101).map(|i| format!("\\\"k{i}\\\":1,")).collect();
+        let many: String = (0..101).map(|i| format!("\\\"k{i}\\\",")).collect();
         assert_eq!(
-            verdict(&format!(r#"{{"a":"{{{many}\"z\\n\":2}}"}}"#)),
+            verdict(&format!(r#"{{"a":"[{many}\"z\\n\"]"}}"#)),
             "error the body holds more than 100 strings (limits.max_texts)"
         );
     }

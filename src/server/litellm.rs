@@ -218,7 +218,7 @@ fn judge<'e>(
         let need = judge
             .judge_value(&s.text, max_texts)
             .map_err(|e| body_error(&e))?;
-        let in_texts = root == "texts" && s.depth == 2 && !s.key;
+        let in_texts = root == "texts" && s.depth == 2;
         if let Need::Redact(clean) = need {
             match root {
                 "texts" => {

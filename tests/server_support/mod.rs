@@ -477,8 +477,8 @@ pub fn agent_bodies(value: &str) -> Vec<(&'static str, String)> {
             r#"{"model":"m","messages":[{"role":"user","content":"about {E}"}]}"#,
         ),
         (
-            "object key",
-            r#"{"model":"m","metadata":{"{V}":"vip"},"messages":[{"role":"user","content":"hi"}]}"#,
+            "unknown shape",
+            r#"{"model":"m","metadata":{"crm":[{"notes":"{V}"}]},"messages":[{"role":"user","content":"hi"}]}"#,
         ),
     ];
     rows.iter()
