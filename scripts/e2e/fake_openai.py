@@ -35,6 +35,13 @@ Routes
       A marker ``JSONCHUNKS:N`` (before ``REPLY:`` too) writes a non-streamed
       reply's JSON body in N pieces of bytes, flushed, 5 ms apart (its
       Content-Length is that of the whole body).
+      A marker ``TOOLCALL:<name>`` (before ``REPLY:`` too) makes the reply a
+      tool call instead of text: the reply (``REPLY:`` / ``REPLY64:``) is the
+      call's ``function.arguments``, the function is ``<name>``, the call's
+      id ``call_<name>``, ``content`` is null and ``finish_reason``
+      ``"tool_calls"``. Streamed, the first chunk carries the call with
+      ``arguments: ""`` and every piece (cut as above) is a
+      ``delta.tool_calls[0].function.arguments`` chunk, as OpenAI streams them.
   Every request, any route: with --record-requests, one JSON line
       ``{"method", "path", "headers": [[name, value], ...], "content_length":
       int or null, "chunked": bool, "body_bytes": int, "body": str}`` (the
@@ -69,6 +76,7 @@ CUTS_RE = re.compile(r"CUTS:(\d+(?:,\d+)*)")
 DELAY_RE = re.compile(r"DELAYMS:(\d+)")
 SSESPLIT_RE = re.compile(r"SSESPLIT:(\d+)")
 JSONCHUNKS_RE = re.compile(r"JSONCHUNKS:(\d+)")
+TOOLCALL_RE = re.compile(r"TOOLCALL:([A-Za-z0-9_]+)")
 DEFAULT_PIECE = 4
 
 
@@ -268,6 +276,8 @@ class Handler(BaseHTTPRequestHandler):
 
         text = last_user_text(body)
         reply, pieces, delay_ms = plan_reply(text, self.default_delay_ms)
+        m = TOOLCALL_RE.search(control_of(text))
+        tool = m.group(1) if m else None
         sse_split = marker_int(SSESPLIT_RE, text, 1)
         json_chunks = marker_int(JSONCHUNKS_RE, text, 1)
         model = body.get("model") if isinstance(body.get("model"), str) else "fake"
@@ -294,12 +304,21 @@ class Handler(BaseHTTPRequestHandler):
                                      "finish_reason": finish_reason}]}
 
             try:
-                self._sse(chunk({"role": "assistant", "content": ""}), sse_split)
+                if tool:
+                    self._sse(chunk({"role": "assistant", "content": None, "tool_calls": [
+                        {"index": 0, "id": f"call_{tool}", "type": "function",
+                         "function": {"name": tool, "arguments": ""}}]}), sse_split)
+                else:
+                    self._sse(chunk({"role": "assistant", "content": ""}), sse_split)
                 for piece in pieces:
                     if delay_ms:
                         time.sleep(delay_ms / 1000.0)
-                    self._sse(chunk({"content": piece}), sse_split)
-                self._sse(chunk({}, "stop"), sse_split)
+                    if tool:
+                        delta = {"tool_calls": [{"index": 0, "function": {"arguments": piece}}]}
+                    else:
+                        delta = {"content": piece}
+                    self._sse(chunk(delta), sse_split)
+                self._sse(chunk({}, "tool_calls" if tool else "stop"), sse_split)
                 opts = body.get("stream_options")
                 if isinstance(opts, dict) and opts.get("include_usage") is True:
                     self._sse({"id": cid, "object": "chat.completion.chunk", "created": created,
@@ -310,11 +329,16 @@ class Handler(BaseHTTPRequestHandler):
                 self.close_connection = True
             return
 
+        if tool:
+            message = {"role": "assistant", "content": None, "tool_calls": [
+                {"id": f"call_{tool}", "type": "function", "function": {"name": tool, "arguments": reply}}]}
+        else:
+            message = {"role": "assistant", "content": reply}
         self._send_json(200, {
             "id": cid, "object": "chat.completion", "created": created, "model": model,
             "system_fingerprint": None,
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": reply},
-                         "logprobs": None, "finish_reason": "stop"}],
+            "choices": [{"index": 0, "message": message,
+                         "logprobs": None, "finish_reason": "tool_calls" if tool else "stop"}],
             "usage": usage,
         }, json_chunks)
 
