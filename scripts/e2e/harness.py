@@ -1,16 +1,42 @@
 """Shared pieces of the end-to-end drivers (scripts/e2e/*_e2e.py): free
-loopback ports and the processes a test starts, each with its stdout and
-stderr in the work directory, stopped with its whole process group.
+loopback ports, the processes a test starts, each with its stdout and
+stderr in the work directory, stopped with its whole process group, and the
+packs the service serves (the demo's plus scripts/e2e/agent_guard.yaml).
 Standard library only."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import time
 from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+DEMO = ROOT / "config/demo"
+# The e2e default pack: the demo's built-in rules plus credentials.
+AGENT_PLAYBOOK = Path(__file__).resolve().parent / "agent_guard.yaml"
+AGENT_PACK = "custom.agent_guard.v1"
+
+
+def agent_packs(helixor: str, work: Path) -> dict[str, str]:
+    """Compile scripts/e2e/agent_guard.yaml with the demo license into
+    WORK/packs, beside copies of config/demo/packs/*.hxpack, and return the
+    variables that make `helixor-pack serve --config config/helixor.yaml`
+    serve that directory with the agent pack as default_pack."""
+    packs = work / "packs"
+    packs.mkdir()
+    for pack in sorted((DEMO / "packs").glob("*.hxpack")):
+        shutil.copy(pack, packs / pack.name)
+    p = subprocess.run([str(Path(helixor).resolve()), "compile", "--playbook", str(AGENT_PLAYBOOK),
+                        "--license", str(DEMO / "license.hxlic"), "--issuer-keys", str(DEMO / "issuer-keys"),
+                        "--out", str(packs / "agent_guard.hxpack")],
+                       capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    if p.returncode != 0:
+        raise RuntimeError(f"compiling {AGENT_PLAYBOOK} failed ({p.returncode}):\n{p.stdout}{p.stderr}")
+    return {"HELIXOR_PACKS_DIR": str(packs), "HELIXOR_DEFAULT_PACK": AGENT_PACK}
 
 
 def free_port() -> int:
