@@ -3,7 +3,9 @@
 # the real LiteLLM proxy, pinned to 1.108.7 (never 1.107.0, a compromised
 # release). Installs it once in a virtual environment under a cache folder
 # it reuses ($HELIXOR_E2E_CACHE, default ~/.cache/helixor-e2e), builds the
-# debug binary, and runs scripts/e2e/litellm_e2e.py: everything on 127.0.0.1.
+# debug binary, and runs scripts/e2e/litellm_e2e.py (helixor serving the
+# demo packs and scripts/e2e/agent_guard.yaml, compiled with the demo
+# license): everything on 127.0.0.1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 LITELLM_VERSION=1.108.7
