@@ -363,6 +363,20 @@ impl Evaluator {
         decision
     }
 
+    /// Whether some rule could match `text` (through the SPEC §15 view with
+    /// [`Normalize::Evasion`]): `false` means [`Evaluator::evaluate_with`]
+    /// decides it clean, which a caller judging many short strings (a
+    /// gateway body's keys-like values: roles, model names) learns from one
+    /// pass over the bytes, without building a decision.
+    pub fn may_match(&self, text: &str, normalize: Normalize) -> bool {
+        let view = match normalize {
+            Normalize::None => None,
+            Normalize::Evasion => normalize::View::of(text),
+        };
+        let bytes = view.as_ref().map_or(text, |v| v.text.as_str()).as_bytes();
+        self.required.scan(bytes).iter().any(|&w| w != 0)
+    }
+
     /// The redacted text `W(T)` of SPEC §11.1: `text` with the matches of
     /// every rule, FATAL ones included, replaced by the §6.3 sweep (what a
     /// stream session releases in all when it is not blocked).

@@ -81,6 +81,11 @@ pub(crate) struct Judge<'e, 'm> {
     deciding: Option<Decision<'e>>,
     /// The FATAL rules that matched, each once, in the order met.
     fatal_ids: Vec<&'e str>,
+    /// The first string, when no rule could match it: its decision is
+    /// built only if it ends up speaking for the exchange.
+    first_clean: Option<String>,
+    /// Whether a string was judged yet.
+    started: bool,
 }
 
 impl<'e, 'm> Judge<'e, 'm> {
@@ -97,11 +102,24 @@ impl<'e, 'm> Judge<'e, 'm> {
             metrics,
             deciding: None,
             fatal_ids: Vec::new(),
+            first_clean: None,
+            started: false,
         }
     }
 
-    /// Judges one string.
+    /// Judges one string. A string no rule can match (most of a body's
+    /// strings: roles, ids, model names) costs one pass over its bytes: no
+    /// decision is built or counted for it, unless it is the first of a
+    /// clean exchange, whose decision speaks for it ([`Judge::settle`]).
     pub(crate) fn judge(&mut self, text: &str) -> Need {
+        let first = !self.started;
+        self.started = true;
+        if !self.ev.may_match(text, self.normalize) {
+            if first {
+                self.first_clean = Some(text.to_owned());
+            }
+            return Need::Keep;
+        }
         let mut d = self.ev.evaluate_with(text, self.normalize);
         if let Some(m) = self.metrics {
             m.observe_decision(&d);
@@ -112,6 +130,8 @@ impl<'e, 'm> Judge<'e, 'm> {
             }
         }
         let speaks = match (&self.deciding, d.severity) {
+            // A clean first string, not yet decided, speaks before this one.
+            (None, None) => self.first_clean.is_none(),
             (None, _) => true,
             (Some(cur), Some(Severity::Fatal)) => cur.severity != Some(Severity::Fatal),
             (Some(cur), Some(Severity::Warning)) => cur.severity.is_none(),
@@ -170,13 +190,30 @@ impl<'e, 'm> Judge<'e, 'm> {
         })
     }
 
-    /// The decision that speaks so far (`None` before any string).
+    /// Builds the decision of a clean first string that speaks for the
+    /// exchange (nothing after it matched): call it once every string is
+    /// judged, before [`Judge::deciding`].
+    pub(crate) fn settle(&mut self) {
+        if self.deciding.is_none() {
+            if let Some(text) = self.first_clean.take() {
+                let d = self.ev.evaluate_with(&text, self.normalize);
+                if let Some(m) = self.metrics {
+                    m.observe_decision(&d);
+                }
+                self.deciding = Some(d);
+            }
+        }
+    }
+
+    /// The decision that speaks (`None` before any string; a clean first
+    /// string's only once [`Judge::settle`]d).
     pub(crate) fn deciding(&self) -> Option<&Decision<'e>> {
         self.deciding.as_ref()
     }
 
     /// The decision that speaks, taken.
-    pub(crate) fn into_deciding(self) -> Option<Decision<'e>> {
+    pub(crate) fn into_deciding(mut self) -> Option<Decision<'e>> {
+        self.settle();
         self.deciding
     }
 
@@ -221,6 +258,16 @@ pub(crate) fn abandoned_error() -> ApiError {
 /// text when it is not JSON; stops at the first FATAL string. At most
 /// `max_texts` strings.
 pub(crate) fn judge_body(
+    judge: &mut Judge<'_, '_>,
+    body: &[u8],
+    max_texts: usize,
+) -> Result<Verdict, BodyError> {
+    let verdict = judge_strings(judge, body, max_texts);
+    judge.settle();
+    verdict
+}
+
+fn judge_strings(
     judge: &mut Judge<'_, '_>,
     body: &[u8],
     max_texts: usize,
@@ -322,6 +369,48 @@ mod tests {
         assert_eq!(
             verdict(&format!(r#"{{"a":"[{many}\"z\\n\"]"}}"#)),
             "error the body holds more than 100 strings (limits.max_texts)"
+        );
+    }
+
+    #[test]
+    fn a_clean_exchange_speaks_with_its_first_string_and_counts_once() {
+        let ev = builtin();
+        let metrics = Metrics::new().unwrap();
+        let mut judge = Judge::new(&ev, Normalize::None, Some(&metrics));
+        let body = br#"{"role":"user","content":"ok","n":"x"}"#;
+        assert!(matches!(
+            judge_body(&mut judge, body, 100),
+            Ok(Verdict::Pass)
+        ));
+        let d = judge.deciding().unwrap();
+        assert_eq!(d.receipt_hash, ev.evaluate("user").receipt_hash);
+        let text = String::from_utf8(metrics.render().unwrap()).unwrap();
+        assert!(
+            text.contains(
+                r#"helixor_evaluations_total{action="permit_clean_payload",pack_id="t.p.v1"} 1"#
+            ),
+            "{text}"
+        );
+        // A later string that redacts speaks instead; a later clean one
+        // that had to be evaluated does not.
+        let mut judge = Judge::new(&ev, Normalize::None, None);
+        let body = br#"["user","call 212-555-0187","gpt-4o"]"#;
+        assert!(matches!(
+            judge_body(&mut judge, body, 100),
+            Ok(Verdict::Rewrite(_))
+        ));
+        assert_eq!(
+            judge.deciding().unwrap().action,
+            "redact_and_permit_contact_pii"
+        );
+        let mut judge = Judge::new(&ev, Normalize::None, None);
+        assert!(matches!(
+            judge_body(&mut judge, br#"["user","gpt-4o"]"#, 100),
+            Ok(Verdict::Pass)
+        ));
+        assert_eq!(
+            judge.deciding().unwrap().receipt_hash,
+            ev.evaluate("user").receipt_hash
         );
     }
 }

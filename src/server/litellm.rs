@@ -235,6 +235,7 @@ fn judge<'e>(
         }
         text_at += usize::from(in_texts);
     }
+    judge.settle();
     if let Some(first) = judge.deciding().filter(|_| !judge.fatal_ids().is_empty()) {
         let reason = reason_with_ids(first, judge.fatal_ids());
         return Ok((blocked(reason), judge.into_deciding()));
