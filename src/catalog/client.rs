@@ -26,7 +26,7 @@
 //!
 //! Everything the catalog says (its error names and messages, the pack's
 //! id, name and version, what the HTTP library reports of its answer) has
-//! its control characters escaped ([`escape_controls`]) before it goes into
+//! its control characters escaped (`escape_controls`) before it goes into
 //! an error or the result: a hostile catalog cannot write escape sequences
 //! to the user's terminal or forge lines in a log.
 

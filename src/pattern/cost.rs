@@ -345,7 +345,7 @@ pub enum PackCostError {
 /// - a pattern's first pass over the text costs [`NS_PER_PASS_BYTE`] a
 ///   byte (a plain scan, which literal prefilters mostly skip: measured 30
 ///   rules on 1 MiB of prose in 4 ms, BENCHMARKS.md); what its searches
-///   read again costs [`NS_PER_TRANSITION`] a byte, and its search calls and
+///   read again costs `NS_PER_TRANSITION` a byte, and its search calls and
 ///   matches what they cost in [`check`].
 ///
 /// The sum is held to the limit of one pattern. Ten rules that each match
