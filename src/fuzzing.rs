@@ -408,7 +408,8 @@ pub fn body_walker(data: &[u8]) {
         match (&walked, dup) {
             (Ok(Body::Json(_)), Some(true)) => broken("a key twice was read".into()),
             (Ok(Body::Json(_)), None) => broken("the walker read what serde_json refuses".into()),
-            (Err(BodyError::DuplicateKey), d) if d != Some(true) => {
+            // A key twice before a syntax error is refused as a key twice.
+            (Err(BodyError::DuplicateKey), Some(false)) => {
                 broken("a duplicate key was claimed where there is none".into())
             }
             (Err(BodyError::Malformed { .. }), Some(_)) => {

@@ -527,7 +527,7 @@ mod tests {
                 seen += 1;
             }
         }
-        assert_eq!(seen, 8);
+        assert_eq!(seen, 9);
     }
 
     #[test]
