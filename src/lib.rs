@@ -43,6 +43,7 @@ mod capped;
 // `serve`, `router` and `ROUTES`; the binary and tests/catalog.rs name them
 // by those paths, which would collide with serve mode's at the root.
 pub mod catalog;
+pub mod checksum;
 // Public: one function per subcommand, named after it (`compile`, `run`,
 // `test`, `inspect`…); at the root those names would not say what they do.
 pub mod commands;
