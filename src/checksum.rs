@@ -423,7 +423,7 @@ fn luhn_from(c: &[u8], prefix: &[u8]) -> bool {
             d
         };
     }
-    sum % 10 == 0
+    sum.is_multiple_of(10)
 }
 
 const VERHOEFF_D: [[u8; 10]; 10] = [
