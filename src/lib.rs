@@ -3,7 +3,7 @@
 //!
 //! The public surface is re-exported here, by layer, each layer depending
 //! only on those before it; the modules behind it are private except the
-//! four noted at their declaration:
+//! five noted at their declaration:
 //!
 //! - foundations: error names and exit codes ([`ErrorName`], [`Named`]),
 //!   canonical JSON ([`canonical_json`]), keys and AEAD ([`ContentKey`],
@@ -19,8 +19,9 @@
 //!   [`CustomRule`]), the example pack's declarations
 //!   ([`EXAMPLE_PLAYBOOK_YAML`], [`CODONS`]), compiling and sealing
 //!   ([`compile_in_memory`], [`compile_file`], [`CompiledPlaybook`]);
-//!   regexes and their cost check are in [`pattern`], the SDK manifest is
-//!   crate-internal;
+//!   regexes and their cost check are in [`pattern`], the checksum
+//!   validators of version-2 codons (SPEC §16.2) in [`checksum`], the SDK
+//!   manifest is crate-internal;
 //! - the engine (SPEC §6, §11, §15): an [`Evaluator`] turns a payload into a
 //!   [`Decision`], and a [`StreamSession`] releases a text arriving in
 //!   pieces as soon as it is final;
@@ -43,6 +44,8 @@ mod capped;
 // `serve`, `router` and `ROUTES`; the binary and tests/catalog.rs name them
 // by those paths, which would collide with serve mode's at the root.
 pub mod catalog;
+// Public: the validators are named by `checksum:` in playbooks, and the
+// python-stdnum oracle test (tests/checksum_oracle.rs) checks each one.
 pub mod checksum;
 // Public: one function per subcommand, named after it (`compile`, `run`,
 // `test`, `inspect`…); at the root those names would not say what they do.
