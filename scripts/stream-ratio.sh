@@ -16,7 +16,9 @@
 # Usage: scripts/stream-ratio.sh [ROUNDS] [REPEAT] [NORMALIZE]
 #   defaults: 7 rounds, 10 repeats, normalize none (or evasion)
 # Environment:
-#   MODES        piece sizes: N bytes, cpN code points (default "16 256 1")
+#   MODES        piece sizes: N bytes, cpN code points, an `m` before either
+#                to push them 256 at a time as the server does (default
+#                "16 256 1")
 #   BINS         "name=path ..." bench binaries to compare, interleaved in
 #                each round (default: this tree's, built here), e.g. a
 #                baseline built from another commit
@@ -78,10 +80,15 @@ repeat = int(sys.argv[2])
 for name, rs in rounds.items():
     per = [{m: (r[m] - r["none"]) / repeat for m in r if m != "none"} for r in rs]
     fast = {m: min(p[m] for p in per) for m in per[0]}
-    print(f"{name}: one evaluation: fastest {fast['eval'] * 1e3:.2f} ms")
+    mid = {m: statistics.median(p[m] for p in per) for m in per[0]}
+    print(f"{name}: one evaluation: fastest {fast['eval'] * 1e3:.2f} ms, median {mid['eval'] * 1e3:.2f} ms")
     for m in sys.argv[3:]:
         med = statistics.median(p[m] / p["eval"] for p in per)
-        unit = "code points" if m.startswith("cp") else "B"
-        print(f"{name}: pieces of {m.removeprefix('cp'):>7} {unit}: fastest {fast[m] * 1e3:8.2f} ms, "
+        # `m…` modes push 256 pieces at a time (`push_many`, as the server).
+        many = "many " if m.startswith("m") else ""
+        size = m.removeprefix("m")
+        unit = "code points" if size.startswith("cp") else "B"
+        print(f"{name}: {many}pieces of {size.removeprefix('cp'):>7} {unit}: fastest {fast[m] * 1e3:8.2f} ms, "
+              f"median {mid[m] * 1e3:8.2f} ms, "
               f"{fast[m] / fast['eval']:.2f}x (fastest rounds), {med:.2f}x (median of rounds)")
 EOF

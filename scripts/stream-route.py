@@ -12,6 +12,10 @@ deployment (config/demo), several binaries compared in one run.
   scripts/stream-route.py row6 BIN...   1 MiB of `1.1.…` runs of 60,000
       characters, one code point a piece: the server's CPU seconds, the
       wall time and done.latency_us.
+  scripts/stream-route.py held BIN...   held runs of 1k, 10k and 60k
+      characters (row 6's text with shorter runs) to 1 MiB, in pieces of 1
+      and 16 code points: the server's CPU seconds per MiB (flat when the
+      session is linear), ROUNDS rounds (default 3), medians.
   scripts/stream-route.py row2 BIN...   1,030 streams of 300 KB in pieces of
       one code point that are never read, held for HOLD seconds (default
       20): the server's peak RSS, and /evaluate and /healthz probed every
@@ -162,20 +166,25 @@ def cost(bins, rounds):
         for s in servers:
             s.stop()
     print(f"512 KiB, {rounds} rounds, medians; load {open('/proc/loadavg').read().split()[:3]}")
-    print("| binary | text | /evaluate latency_us | stream, 16 code points: done.latency_us (x) | wall | stream, one piece: done.latency_us (x) | wall |")
+    # (x): the median over the median of /evaluate; [x]: the median of each
+    # round's ratio (the stream against the evaluation just before it).
+    print("| binary | text | /evaluate latency_us | stream, 16 code points: done.latency_us (x) [x] | wall | stream, one piece: done.latency_us (x) [x] | wall |")
     for srv in servers:
         for tname, _ in texts:
-            ev = statistics.median(l for l, _ in rows[(srv.name, tname, "eval")])
+            evs = [l for l, _ in rows[(srv.name, tname, "eval")]]
+            ev = statistics.median(evs)
             cells = []
             for chunk in (16, 1 << 20):
                 lat = statistics.median(l for l, _ in rows[(srv.name, tname, chunk)])
                 wall = statistics.median(w for _, w in rows[(srv.name, tname, chunk)])
-                cells.append(f"{lat / 1e3:.2f} ms ({lat / ev:.2f}x) | {wall / 1e3:.1f} ms")
+                per = statistics.median(l / e for (l, _), e in zip(rows[(srv.name, tname, chunk)], evs))
+                cells.append(f"{lat / 1e3:.2f} ms ({lat / ev:.2f}x) [{per:.2f}x] | {wall / 1e3:.1f} ms")
             print(f"| {srv.name} | {tname} | {ev / 1e3:.2f} ms | " + " | ".join(cells) + " |")
 
 
 def row6(bins):
-    text = fill(("1." * 30000) + " ", 1 << 20)
+    # 1 MiB of body: the text and its JSON wrapper (a longer body is a 413).
+    text = fill(("1." * 30000) + " ", (1 << 20) - 64)
     print("| binary | server CPU | wall | done.latency_us | done.action |")
     for name, path in bins:
         srv = Server(name, path)
@@ -189,6 +198,48 @@ def row6(bins):
             print(f"| {name} | {cpu:.2f} s | {wall:.2f} s | {d['latency_us'] / 1e6:.3f} s | {d['action']} |")
         finally:
             srv.stop()
+
+
+def held(bins, rounds):
+    """Issue 27 row 6 on the route: held runs of 1k, 10k and 60k characters
+    (`1.1.…`, a space after each run) to 1 MiB of body, in pieces of 1 and
+    16 code points; the server's CPU seconds per MiB of text, requests to
+    the binaries interleaved, medians of ROUNDS rounds."""
+    size = (1 << 20) - 64
+    runs = (1_000, 10_000, 60_000)
+    chunks = (1, 16)
+    servers = [Server(n, p) for n, p in bins]
+    rows = {}
+    try:
+        for _ in range(rounds):
+            for run in runs:
+                text = fill(("1." * (run // 2)) + " ", size)
+                for chunk in chunks:
+                    for srv in servers:
+                        c0 = srv.cpu_seconds()
+                        t0 = time.perf_counter()
+                        st, b = post(srv.port, "/v1/evaluate/stream",
+                                     {"text": text, "chunk_size": chunk}, timeout=600)
+                        wall = time.perf_counter() - t0
+                        cpu = srv.cpu_seconds() - c0
+                        d = done_of(b) if st == 200 else None
+                        lat = d["latency_us"] / 1e6 if d else float("nan")
+                        rows.setdefault((srv.name, run, chunk), []).append((cpu, wall, lat))
+    finally:
+        for s in servers:
+            s.stop()
+    mib = size / (1 << 20)
+    print(f"{size} B of text, {rounds} rounds, medians; load {open('/proc/loadavg').read().split()[:3]}")
+    print("| binary | held run | pieces | server CPU per MiB | wall | done.latency_us |")
+    for srv in servers:
+        for run in runs:
+            for chunk in chunks:
+                r = rows[(srv.name, run, chunk)]
+                cpu = statistics.median(c for c, _, _ in r)
+                wall = statistics.median(w for _, w, _ in r)
+                lat = statistics.median(l for _, _, l in r)
+                print(f"| {srv.name} | {run:,} | {chunk} code point{'s' if chunk > 1 else ''} | "
+                      f"{cpu / mib:.2f} s | {wall:.2f} s | {lat:.3f} s |")
 
 
 def row2(bins, hold):
@@ -263,7 +314,7 @@ def row2(bins, hold):
 
 
 def main():
-    if len(sys.argv) < 3 or sys.argv[1] not in ("cost", "row6", "row2"):
+    if len(sys.argv) < 3 or sys.argv[1] not in ("cost", "row6", "held", "row2"):
         print(__doc__)
         sys.exit(2)
     bins = [tuple(b.split("=", 1)) for b in sys.argv[2:]]
@@ -271,6 +322,8 @@ def main():
         cost(bins, int(os.environ.get("ROUNDS", "7")))
     elif sys.argv[1] == "row6":
         row6(bins)
+    elif sys.argv[1] == "held":
+        held(bins, int(os.environ.get("ROUNDS", "3")))
     else:
         row2(bins, float(os.environ.get("HOLD", "20")))
 
