@@ -451,7 +451,7 @@ pub fn body_walker(data: &[u8]) {
     }
     let ev = &stream_evaluators()[0];
     let mut judge = Judge::new(ev, crate::engine::Normalize::None, None);
-    match judge_body(&mut judge, data, MAX) {
+    match judge_body(&mut judge, data, MAX, true) {
         Ok(Verdict::Refuse) if judge.fatal_ids().is_empty() => {
             broken("a refusal without a FATAL rule".into())
         }

@@ -1162,6 +1162,17 @@ async fn ext_authz_refuses_bodies_it_cannot_judge() {
         r.json(),
         json!({"error": "InvalidRequestError", "message": "the body is not UTF-8 text (invalid byte at offset 10)"})
     );
+    // A text that only starts like JSON, declared as text: one text, judged.
+    let r = send(
+        &s.app,
+        Request::post("/envoy/ext_authz/v1/x")
+            .header("x-helixor-pack", PII_PACK)
+            .header("content-type", "text/plain")
+            .body(Body::from(r#""Hi", she wrote: SSN 123-45-6789"#))
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN, "{}", r.text);
     // JSON that a lenient upstream parser would read: refused, never passed.
     let r = send(
         &s.app,

@@ -7,8 +7,8 @@
 //! in an answer, a log or a metric.
 
 use super::gateway::{
-    abandoned_error, body_error, judge_body, violation_body, Judge, PackHeader, Verdict,
-    ACTION_HEADER, RECEIPT_HEADER,
+    abandoned_error, body_error, declared_json, judge_body, violation_body, Judge, PackHeader,
+    Verdict, ACTION_HEADER, RECEIPT_HEADER,
 };
 use super::generation::Generation;
 use super::routes::{
@@ -16,7 +16,8 @@ use super::routes::{
 };
 use super::AppState;
 use axum::extract::State;
-use axum::http::{HeaderValue, StatusCode};
+use axum::http::header::CONTENT_TYPE;
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 
 /// The route prefix Envoy's `http_service.path_prefix` names.
@@ -26,12 +27,14 @@ pub const EXT_AUTHZ_PREFIX: &str = "/envoy/ext_authz";
 pub(super) async fn ext_authz(
     State(state): State<AppStateRef>,
     PackHeader(pack_id): PackHeader,
+    headers: HeaderMap,
     RawBody(body): RawBody,
 ) -> Result<Response, ApiError> {
     let generation = serving(&state)?;
     let bytes = body.len();
+    let json = declared_json(headers.get(CONTENT_TYPE).map(HeaderValue::as_bytes));
     off_workers(bytes, move || {
-        judge(&state, &generation, pack_id.as_deref(), &body)
+        judge(&state, &generation, pack_id.as_deref(), &body, json)
     })
     .await
 }
@@ -41,6 +44,7 @@ fn judge(
     generation: &Generation,
     pack_id: Option<&str>,
     body: &[u8],
+    declared_json: bool,
 ) -> Result<Response, ApiError> {
     let pack = choose(generation, pack_id, state.config.default_pack.as_deref())?;
     let mut judge = Judge::new(
@@ -48,8 +52,13 @@ fn judge(
         state.config.normalize,
         Some(&state.metrics),
     );
-    let verdict =
-        judge_body(&mut judge, body, state.config.limits.max_texts).map_err(|e| body_error(&e))?;
+    let verdict = judge_body(
+        &mut judge,
+        body,
+        state.config.limits.max_texts,
+        declared_json,
+    )
+    .map_err(|e| body_error(&e))?;
     if let Verdict::Abandoned = verdict {
         return Err(abandoned_error());
     }

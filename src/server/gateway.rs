@@ -254,17 +254,50 @@ pub(crate) fn abandoned_error() -> ApiError {
     ApiError::unavailable("the request was answered before its body was judged")
 }
 
+/// Whether a body of this `content-type` must be strict JSON when it starts
+/// like JSON: a JSON media type (`application/json`, `…+json`) or none at
+/// all (Envoy may not forward it). A body declared as something else (plain
+/// text, YAML) that only starts like JSON is judged as one text.
+pub(crate) fn declared_json(content_type: Option<&[u8]>) -> bool {
+    let Some(value) = content_type else {
+        return true;
+    };
+    let media = value.split(|&b| b == b';').next().unwrap_or_default();
+    let media = String::from_utf8_lossy(media).trim().to_ascii_lowercase();
+    media.is_empty() || media == "application/json" || media.ends_with("+json")
+}
+
 /// Judges every string value of `body` (SPEC §12.4), or the body as one
 /// text when it is not JSON; stops at the first FATAL string. At most
-/// `max_texts` strings.
+/// `max_texts` strings. A body that starts like JSON but is not strict JSON
+/// is refused when it is `declared_json` ([`declared_json`]), else judged
+/// as one text.
 pub(crate) fn judge_body(
     judge: &mut Judge<'_, '_>,
     body: &[u8],
     max_texts: usize,
+    declared_json: bool,
 ) -> Result<Verdict, BodyError> {
-    let verdict = judge_strings(judge, body, max_texts);
+    let verdict = match judge_strings(judge, body, max_texts) {
+        Err(BodyError::Malformed { .. }) if !declared_json => match std::str::from_utf8(body) {
+            Ok(text) => Ok(judge_text(judge, text)),
+            Err(e) => Err(BodyError::NotUtf8 {
+                valid_up_to: e.valid_up_to(),
+            }),
+        },
+        other => other,
+    };
     judge.settle();
     verdict
+}
+
+/// The verdict on a body that is one text.
+fn judge_text(judge: &mut Judge<'_, '_>, text: &str) -> Verdict {
+    match judge.judge(text) {
+        Need::Keep => Verdict::Pass,
+        Need::Redact(clean) => Verdict::Rewrite(clean.into_bytes()),
+        Need::Refuse => Verdict::Refuse,
+    }
 }
 
 fn judge_strings(
@@ -273,11 +306,7 @@ fn judge_strings(
     max_texts: usize,
 ) -> Result<Verdict, BodyError> {
     match json_text::read(body, max_texts)? {
-        Body::Text(text) => Ok(match judge.judge(text) {
-            Need::Keep => Verdict::Pass,
-            Need::Redact(clean) => Verdict::Rewrite(clean.into_bytes()),
-            Need::Refuse => Verdict::Refuse,
-        }),
+        Body::Text(text) => Ok(judge_text(judge, text)),
         Body::Json(strings) => {
             let mut edits = Vec::new();
             for s in &strings {
@@ -327,7 +356,7 @@ mod tests {
     fn verdict(body: &str) -> String {
         let ev = builtin();
         let mut judge = Judge::new(&ev, Normalize::None, None);
-        match judge_body(&mut judge, body.as_bytes(), 100) {
+        match judge_body(&mut judge, body.as_bytes(), 100, true) {
             Ok(Verdict::Pass) => "pass".into(),
             Ok(Verdict::Refuse) => format!("refuse {}", judge.fatal_ids().join(",")),
             Ok(Verdict::Abandoned) => "abandoned".into(),
@@ -379,7 +408,7 @@ mod tests {
         let mut judge = Judge::new(&ev, Normalize::None, Some(&metrics));
         let body = br#"{"role":"user","content":"ok","n":"x"}"#;
         assert!(matches!(
-            judge_body(&mut judge, body, 100),
+            judge_body(&mut judge, body, 100, true),
             Ok(Verdict::Pass)
         ));
         let d = judge.deciding().unwrap();
@@ -396,7 +425,7 @@ mod tests {
         let mut judge = Judge::new(&ev, Normalize::None, None);
         let body = br#"["user","call 212-555-0187","gpt-4o"]"#;
         assert!(matches!(
-            judge_body(&mut judge, body, 100),
+            judge_body(&mut judge, body, 100, true),
             Ok(Verdict::Rewrite(_))
         ));
         assert_eq!(
@@ -405,12 +434,51 @@ mod tests {
         );
         let mut judge = Judge::new(&ev, Normalize::None, None);
         assert!(matches!(
-            judge_body(&mut judge, br#"["user","gpt-4o"]"#, 100),
+            judge_body(&mut judge, br#"["user","gpt-4o"]"#, 100, true),
             Ok(Verdict::Pass)
         ));
         assert_eq!(
             judge.deciding().unwrap().receipt_hash,
             ev.evaluate("user").receipt_hash
+        );
+    }
+
+    #[test]
+    fn a_body_declared_as_something_else_that_only_starts_like_json_is_one_text() {
+        for (ct, json) in [
+            (None, true),
+            (Some("application/json; charset=utf-8"), true),
+            (Some("Application/Vnd.Api+JSON"), true),
+            (Some(""), true),
+            (Some("text/plain"), false),
+            (Some("application/yaml"), false),
+        ] {
+            assert_eq!(declared_json(ct.map(str::as_bytes)), json, "{ct:?}");
+        }
+        let ev = builtin();
+        let judged = |body: &str, declared: bool| {
+            let mut judge = Judge::new(&ev, Normalize::None, None);
+            match judge_body(&mut judge, body.as_bytes(), 100, declared) {
+                Ok(Verdict::Pass) => "pass".to_string(),
+                Ok(Verdict::Refuse) => "refuse".into(),
+                Ok(Verdict::Rewrite(b)) => String::from_utf8(b).unwrap(),
+                Ok(Verdict::Abandoned) => "abandoned".into(),
+                Err(e) => format!("error {e}"),
+            }
+        };
+        let quoted = r#""Hello" she said, SSN 123-45-6789"#;
+        assert!(judged(quoted, true).starts_with("error the body starts like JSON"));
+        assert_eq!(judged(quoted, false), "refuse");
+        assert_eq!(
+            judged(r#""Hi" mail a@b.co"#, false),
+            r#""Hi" mail [REDACTED_EMAIL]"#
+        );
+        // Strict JSON is read as JSON whatever it is declared as; a key
+        // twice is refused either way.
+        assert_eq!(judged(r#"{"a":"123\u002d45\u002d6789"}"#, false), "refuse");
+        assert_eq!(
+            judged(r#"{"a":1,"a":2}"#, false),
+            "error the JSON body has an object with the same key twice"
         );
     }
 }

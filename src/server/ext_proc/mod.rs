@@ -25,8 +25,8 @@
 pub mod sse;
 
 use super::gateway::{
-    abandoned_error, body_error, judge_body, violation_body, Judge, Verdict as BodyVerdict,
-    ACTION_HEADER, PACK_HEADER, RECEIPT_HEADER,
+    abandoned_error, body_error, declared_json, judge_body, violation_body, Judge,
+    Verdict as BodyVerdict, ACTION_HEADER, PACK_HEADER, RECEIPT_HEADER,
 };
 use super::generation::Generation;
 use super::routes::{
@@ -345,6 +345,9 @@ pub struct Exchange {
     request: Whole,
     reply: Reply,
     closed: bool,
+    /// Whether each body, by its `content-type`, must be strict JSON when
+    /// it starts like JSON ([`declared_json`]): request, reply.
+    declared_json: [bool; 2],
 }
 
 /// The decision that speaks for a passed request, sent upstream as
@@ -378,6 +381,7 @@ impl Exchange {
             request: Whole::default(),
             reply: Reply::Pending,
             closed: false,
+            declared_json: [true, true],
         }
     }
 
@@ -462,6 +466,8 @@ impl Exchange {
     }
 
     fn request_headers(&mut self, h: &HttpHeaders) -> Vec<ProcessingResponse> {
+        self.declared_json[0] =
+            declared_json(header(h, "content-type").as_deref().map(str::as_bytes));
         let mut mutation = HeaderMutation {
             // The reply must come uncompressed to be read.
             remove_headers: vec!["accept-encoding".into()],
@@ -493,6 +499,8 @@ impl Exchange {
     }
 
     fn response_headers(&mut self, h: &HttpHeaders) -> Vec<ProcessingResponse> {
+        self.declared_json[1] =
+            declared_json(header(h, "content-type").as_deref().map(str::as_bytes));
         let mut common = CommonResponse::default();
         let mut mode_override = None;
         if h.end_of_stream {
@@ -690,7 +698,10 @@ impl Exchange {
         };
         let mut noted = None;
         let verdict = match self.ev() {
-            Some(ev) => judge(&self.state, ev, &body, &mut noted),
+            Some(ev) => {
+                let json = self.declared_json[usize::from(dir == Direction::Reply)];
+                judge(&self.state, ev, &body, json, &mut noted)
+            }
             None => Verdict::Pass,
         };
         // Request headers can still change in buffered mode only.
@@ -749,9 +760,20 @@ impl Exchange {
 
 /// Judges a whole body: every string value (SPEC §12.4), or the body as one
 /// text when it is not JSON; stops at the first FATAL string.
-fn judge(state: &AppState, ev: &Evaluator, body: &[u8], noted: &mut Option<Noted>) -> Verdict {
+fn judge(
+    state: &AppState,
+    ev: &Evaluator,
+    body: &[u8],
+    declared_json: bool,
+    noted: &mut Option<Noted>,
+) -> Verdict {
     let mut judge = Judge::new(ev, state.config.normalize, Some(&state.metrics));
-    let verdict = judge_body(&mut judge, body, state.config.limits.max_texts);
+    let verdict = judge_body(
+        &mut judge,
+        body,
+        state.config.limits.max_texts,
+        declared_json,
+    );
     if let Some(d) = judge.deciding() {
         *noted = Some(Noted {
             action: d.action.to_string(),
