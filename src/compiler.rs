@@ -19,8 +19,8 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 use zeroize::Zeroizing;
 
-/// A playbook that passed every check, as canonical JSON.
-#[derive(Debug)]
+/// A playbook that passed every check, as canonical JSON. Its `Debug`
+/// shows the plaintext's length only, never its bytes.
 pub struct CompiledPlaybook {
     /// The pack id.
     pub pack_id: String,
@@ -39,6 +39,21 @@ pub struct CompiledPlaybook {
     /// The validated custom rules with their compiled patterns, in file
     /// order (what an evaluator is built from, SPEC §6.1).
     pub rules: Vec<CustomRule>,
+}
+
+impl std::fmt::Debug for CompiledPlaybook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CompiledPlaybook")
+            .field("pack_id", &self.pack_id)
+            .field("version", &self.version)
+            .field("name", &self.name)
+            .field("solvers", &self.solvers)
+            .field("plaintext_bytes", &self.plaintext.len())
+            .field("sha256", &self.sha256)
+            .field("warnings", &self.warnings.len())
+            .field("rules", &self.rules)
+            .finish()
+    }
 }
 
 /// Who may compile a playbook: the license checks of SPEC §4.2 (steps 4 and
@@ -182,4 +197,19 @@ pub fn compile_file(
         bytes: sealed.len(),
         warnings: compiled.warnings,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_shows_no_plaintext_and_no_pattern() {
+        let yaml = b"pack_id: custom.t.v1\nrules:\n  - {id: code, type: regex, pattern: 'PROJ-SECRET-[0-9]+', action: block}\n";
+        let c = compile_in_memory(yaml, "t.yaml", Entitlement::PolicyTest).unwrap();
+        let shown = format!("{c:?}");
+        assert!(!shown.contains("SECRET"), "{shown}");
+        assert!(shown.contains("plaintext_bytes: "), "{shown}");
+        assert!(shown.contains("pack_id: \"custom.t.v1\""), "{shown}");
+    }
 }

@@ -50,8 +50,9 @@ impl Flag {
     }
 }
 
-/// A validated pattern, ready for the engine.
-#[derive(Debug, Clone)]
+/// A validated pattern, ready for the engine. Its `Debug` never prints the
+/// pattern: a pack's patterns are as secret as the rest of its plaintext.
+#[derive(Clone)]
 pub struct CompiledPattern {
     /// The exact regex: Unicode `\b`, `\w`, `\s`; ASCII `\d`.
     pub exact: Regex,
@@ -69,6 +70,16 @@ pub struct CompiledPattern {
     /// such set exists): a payload holding none of them cannot match, and
     /// is settled without running the regex at all.
     pub required: Option<Vec<u8>>,
+}
+
+impl std::fmt::Debug for CompiledPattern {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CompiledPattern")
+            .field("exact_src_bytes", &self.exact_src.len())
+            .field("has_filter", &self.filter_regex.is_some())
+            .field("required_bytes", &self.required.as_ref().map(Vec::len))
+            .finish_non_exhaustive()
+    }
 }
 
 /// Validates and compiles `pattern` with `flags`; the error is a reason for
@@ -374,6 +385,17 @@ fn strip_word_boundaries(tree: &mut Ast) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn debug_never_prints_the_pattern() {
+        let p = compile(r"\bPROJ-SECRET-\d+\b", &[]).unwrap();
+        let shown = format!("{p:?}");
+        assert!(!shown.contains("SECRET"), "{shown}");
+        assert!(
+            shown.starts_with("CompiledPattern { exact_src_bytes: "),
+            "{shown}"
+        );
+    }
 
     #[test]
     fn digits_are_ascii_and_boundaries_unicode() {
