@@ -353,40 +353,11 @@ pub fn rewrite<'t>(
     out
 }
 
-/// Appends `s` as a JSON string literal: quotes, backslashes and control
-/// characters escaped, everything else as UTF-8.
+/// Appends `s` as a JSON string literal (serde_json's escaping: quotes,
+/// backslashes and control characters).
 pub fn write_json_string(out: &mut Vec<u8>, s: &str) {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    out.push(b'"');
-    let bytes = s.as_bytes();
-    let mut run = 0;
-    for (i, &c) in bytes.iter().enumerate() {
-        let esc: &[u8] = match c {
-            b'"' => b"\\\"",
-            b'\\' => b"\\\\",
-            b'\n' => b"\\n",
-            b'\r' => b"\\r",
-            b'\t' => b"\\t",
-            0..=0x1f => &[],
-            _ => continue,
-        };
-        out.extend_from_slice(&bytes[run..i]);
-        if esc.is_empty() {
-            out.extend_from_slice(&[
-                b'\\',
-                b'u',
-                b'0',
-                b'0',
-                HEX[usize::from(c >> 4)],
-                HEX[usize::from(c & 15)],
-            ]);
-        } else {
-            out.extend_from_slice(esc);
-        }
-        run = i + 1;
-    }
-    out.extend_from_slice(&bytes[run..]);
-    out.push(b'"');
+    // Writing a string to a Vec cannot fail.
+    let _ = serde_json::to_writer(&mut *out, s);
 }
 
 /// Every string value inside `v` (keys are not values), depth first, in

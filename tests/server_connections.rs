@@ -7,24 +7,14 @@
 
 mod server_support;
 
-use server_support::{write_config, Fixture, Server};
+use server_support::{Fixture, Server};
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 fn start(limits: &str) -> (Fixture, Server) {
-    let fx = Fixture::new();
-    let lic = fx.license();
-    let packs_dir = fx.path().join("packs");
-    fx.packs(&lic, &packs_dir, "1.0.0");
-    let cfg = fx.path().join("helixor.yaml");
-    write_config(
-        &cfg,
-        &lic,
-        &packs_dir,
-        &fx.issuer_dir,
-        &format!("reload:\n  watch: false\nlimits:\n{limits}"),
-    );
+    let (fx, _lic, _packs, cfg) =
+        server_support::deployment(&format!("reload:\n  watch: false\nlimits:\n{limits}"));
     let server = Server::start(&cfg, fx.path());
     (fx, server)
 }

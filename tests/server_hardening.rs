@@ -13,7 +13,7 @@ use envoy_types::pb::envoy::service::ext_proc::v3::{
     external_processor_client::ExternalProcessorClient, ProcessingRequest, ProcessingResponse,
 };
 use serde_json::{json, Value};
-use server_support::{request, write_config, Answer, Fixture, Server};
+use server_support::{request, Answer, Fixture, Server};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
@@ -22,22 +22,12 @@ use std::time::{Duration, Instant};
 
 const PII: &str = "compliance.regulatory_pii_guard.v1";
 
-/// A license and both packs in `packs`, and a config file with `extra`:
+/// A deployment with the PII pack as default, reloads off, and `extra`:
 /// (fixture, license, packs dir, config).
 fn deployment(extra: &str) -> (Fixture, PathBuf, PathBuf, PathBuf) {
-    let fx = Fixture::new();
-    let lic = fx.license();
-    let packs_dir = fx.path().join("packs");
-    fx.packs(&lic, &packs_dir, "1.0.0");
-    let cfg = fx.path().join("helixor.yaml");
-    write_config(
-        &cfg,
-        &lic,
-        &packs_dir,
-        &fx.issuer_dir,
-        &format!("default_pack: {PII}\nreload:\n  watch: false\n  rescan_interval_s: 0\n{extra}"),
-    );
-    (fx, lic, packs_dir, cfg)
+    server_support::deployment(&format!(
+        "default_pack: {PII}\nreload:\n  watch: false\n  rescan_interval_s: 0\n{extra}"
+    ))
 }
 
 fn evaluate(addr: SocketAddr, text: &str) -> Answer {

@@ -11,7 +11,7 @@
 mod server_support;
 
 use serde_json::{json, Value};
-use server_support::{write_config, Fixture, Server};
+use server_support::{Fixture, Server};
 use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
@@ -19,18 +19,9 @@ use std::time::{Duration, Instant};
 const PII_PACK: &str = "compliance.regulatory_pii_guard.v1";
 
 fn start(extra: &str) -> (Fixture, Server) {
-    let fx = Fixture::new();
-    let lic = fx.license();
-    let packs_dir = fx.path().join("packs");
-    fx.packs(&lic, &packs_dir, "1.0.0");
-    let cfg = fx.path().join("helixor.yaml");
-    write_config(
-        &cfg,
-        &lic,
-        &packs_dir,
-        &fx.issuer_dir,
-        &format!("default_pack: {PII_PACK}\nreload:\n  watch: false\n{extra}"),
-    );
+    let (fx, _lic, _packs, cfg) = server_support::deployment(&format!(
+        "default_pack: {PII_PACK}\nreload:\n  watch: false\n{extra}"
+    ));
     let server = Server::start(&cfg, fx.path());
     (fx, server)
 }

@@ -241,6 +241,19 @@ ENVELOPE_STRINGS = ["chat.completion.chunk", "chat.completion", "assistant", "st
 TOOL_FRAGMENTS = address_fragments([AGENT_EMAIL]) | secret_fragments([API_KEY])
 
 
+def ssn_cut_plans(text: str, trials: int, rng: random.Random) -> list[tuple[list[int], int]]:
+    """Ways to cut `text` around its SSN, with SSE event splits: one code
+    point a piece (whole events, and events split in 3), then `trials` cuts
+    before, inside and after the SSN."""
+    start = text.index(SSN)
+    plans = [(list(range(1, len(text))), 1), (list(range(1, len(text))), 3)]
+    for _ in range(trials):
+        cuts = sorted({rng.randint(1, start), rng.randint(start + 1, start + len(SSN) - 1),
+                       rng.randint(start + len(SSN), len(text) - 1)})
+        plans.append((cuts, rng.choice([1, 2, 4])))
+    return plans
+
+
 def fragments_sound(fragments: set[str], expected_texts: list[str]) -> list[str]:
     """The fragments that the expected texts or the envelope hold (must be none)."""
     return sorted(f for f in fragments if any(f in t for t in expected_texts + ENVELOPE_STRINGS))
@@ -761,13 +774,8 @@ def check_extproc(args, rep: Report, port: int | None, up: Upstream, label: str,
     rep.check(not bad, L + names[5] + f" ({len(plans)} trials, seed {args.seed})", "; ".join(bad)[:3000])
 
     # 7. An SSN mid-stream.
-    start = SSN_REPLY.index(SSN)
     frags = ssn_fragments(SSN)
-    plans = [(list(range(1, len(SSN_REPLY))), 1), (list(range(1, len(SSN_REPLY))), 3)]
-    for k in range(args.trials):
-        cuts = sorted({rng.randint(1, start), rng.randint(start + 1, start + len(SSN) - 1),
-                       rng.randint(start + len(SSN), len(SSN_REPLY) - 1)})
-        plans.append((cuts, rng.choice([1, 2, 4])))
+    plans = ssn_cut_plans(SSN_REPLY, args.trials, rng)
     bad = []
     for cuts, split in plans:
         extra = f"SSESPLIT:{split} " if split > 1 else ""
@@ -1030,13 +1038,8 @@ def check_agent(args, rep: Report, port: int | None, up: Upstream, label: str, a
     rep.check(not bad, L + names[7] + f" ({len(plans)} trials, seed {args.seed})", "; ".join(bad)[:3000])
 
     # 9. An SSN in streamed tool call arguments.
-    start = SSN_ARGS.index(SSN)
     frags = ssn_fragments(SSN)
-    plans = [(list(range(1, len(SSN_ARGS))), 1), (list(range(1, len(SSN_ARGS))), 3)]
-    for _ in range(args.trials):
-        cuts = sorted({rng.randint(1, start), rng.randint(start + 1, start + len(SSN) - 1),
-                       rng.randint(start + len(SSN), len(SSN_ARGS) - 1)})
-        plans.append((cuts, rng.choice([1, 2, 4])))
+    plans = ssn_cut_plans(SSN_ARGS, args.trials, rng)
     bad = []
     for cuts, split in plans:
         extra = f"TOOLCALL:{TOOL} " + (f"SSESPLIT:{split} " if split > 1 else "")

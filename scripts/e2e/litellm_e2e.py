@@ -201,6 +201,14 @@ def contents(events: list) -> list[str]:
     return out
 
 
+def error_message(text: str) -> str | None:
+    """`error.message` of a JSON error body, or None."""
+    try:
+        return json.loads(text)["error"]["message"]
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
 def upstream_bodies(record: Path) -> list[dict]:
     if not record.exists():
         return []
@@ -288,10 +296,7 @@ def run(args, rng: random.Random, work: Path, procs: Procs) -> int:
     status, _, raw = chat(guarded, "My SSN is 123-45-6789, file it. REPLY:ok")
     called = len(upstream_bodies(record)) - before
     text = raw.decode(errors="replace")
-    try:
-        message = json.loads(text)["error"]["message"]
-    except (ValueError, KeyError, TypeError):
-        message = None
+    message = error_message(text)
     check(status == 400 and called == 0 and SSN_RULE in (message or "")
           and not any(f in text for f in ("123-45", "45-6789", "6789", "123")),
           "2. an SSN in a prompt is HTTP 400, the model is not called, no part of it is quoted",
@@ -342,10 +347,8 @@ def run(args, rng: random.Random, work: Path, procs: Procs) -> int:
             errors = [e["error"].get("message", "") for e in events if isinstance(e, dict) and "error" in e]
         else:
             shown = ""
-            try:
-                errors = [json.loads(text)["error"]["message"]]
-            except (ValueError, KeyError, TypeError):
-                errors = []
+            message = error_message(text)
+            errors = [] if message is None else [message]
         leaked = any(ch.isdigit() for ch in shown) or any("123" in e or "6789" in e for e in errors)
         blocked = status in (200, 400) and any(SSN_RULE in e for e in errors)
         if leaked or not blocked or not reply.startswith(shown):
@@ -358,10 +361,7 @@ def run(args, rng: random.Random, work: Path, procs: Procs) -> int:
     status, _, raw = request(guarded, "POST", "/v1/chat/completions", agent_chat(SSN_RESULT))
     called = len(upstream_bodies(record)) - before
     text = raw.decode(errors="replace")
-    try:
-        message = json.loads(text)["error"]["message"]
-    except (ValueError, KeyError, TypeError):
-        message = None
+    message = error_message(text)
     leaked = [f for f in SSN_FRAGMENTS | TOOL_FRAGMENTS if f in text]
     check(status == 400 and called == 0 and SSN_RULE in (message or "") and not leaked,
           "6. a tool result with an SSN is HTTP 400, the model is not called, nothing of it is quoted",
@@ -397,10 +397,7 @@ def run(args, rng: random.Random, work: Path, procs: Procs) -> int:
     status, _, raw = chat(guarded, reply_prompt(TOOL_ARGS, extra=f"TOOLCALL:{TOOL} "))
     called = len(upstream_bodies(record)) - before
     text = raw.decode(errors="replace")
-    try:
-        message = json.loads(text)["error"]["message"]
-    except (ValueError, KeyError, TypeError):
-        message = None
+    message = error_message(text)
     leaked = [f for f in TOOL_FRAGMENTS if f in text]
     check(status == 400 and called == 1 and TOOL_CALL_BLOCKED in (message or "") and not leaked,
           "8. a reply's tool call with an e-mail and an API key is HTTP 400 (BLOCKED), the client sees nothing of it",

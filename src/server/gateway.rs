@@ -162,25 +162,30 @@ impl<'e, 'm> Judge<'e, 'm> {
         let mut inner_clean = None;
         if depth > 0 && holds_escaped_json(text) {
             // Text that merely starts like JSON is judged as text only.
-            if let Ok(Body::Json(strings)) = json_text::read(text.as_bytes(), usize::MAX) {
-                if strings.len() > max {
-                    return Err(BodyError::TooManyStrings { limit: max });
+            let strings = match json_text::read(text.as_bytes(), max) {
+                Ok(Body::Json(strings)) => strings,
+                Err(e @ BodyError::TooManyStrings { .. }) => return Err(e),
+                _ => Vec::new(),
+            };
+            let mut edits = Vec::new();
+            for s in strings.iter().filter(|s| matches!(s.text, Cow::Owned(_))) {
+                match self.judge_nested(&s.text, max, depth - 1)? {
+                    Need::Keep => {}
+                    Need::Redact(clean) => edits.push((s.span.clone(), clean)),
+                    Need::Refuse => return Ok(Need::Refuse),
                 }
-                let mut edits = Vec::new();
-                for s in strings.iter().filter(|s| matches!(s.text, Cow::Owned(_))) {
-                    match self.judge_nested(&s.text, max, depth - 1)? {
-                        Need::Keep => {}
-                        Need::Redact(clean) => edits.push((s.span.clone(), clean)),
-                        Need::Refuse => return Ok(Need::Refuse),
-                    }
-                }
-                if !edits.is_empty() {
-                    let out = json_text::rewrite(
-                        text.as_bytes(),
-                        edits.iter().map(|(span, c)| (span.clone(), c.as_str())),
-                    );
-                    inner_clean = String::from_utf8(out).ok();
-                }
+            }
+            if !edits.is_empty() {
+                let out = json_text::rewrite(
+                    text.as_bytes(),
+                    edits.iter().map(|(span, c)| (span.clone(), c.as_str())),
+                );
+                // UTF-8 spliced into UTF-8; were it not, the lossy text
+                // still carries every redaction.
+                inner_clean = Some(
+                    String::from_utf8(out)
+                        .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()),
+                );
             }
         }
         // The text as the upstream reads it, its inner redactions made.

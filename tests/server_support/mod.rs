@@ -425,6 +425,19 @@ pub fn write_config(
     .unwrap();
 }
 
+/// A deployment of its own: a license, both packs in `packs/` and
+/// `helixor.yaml` naming them, the issuer keys and `extra` (YAML appended
+/// as it is). Returns (fixture, license, packs dir, config file).
+pub fn deployment(extra: &str) -> (Fixture, PathBuf, PathBuf, PathBuf) {
+    let fx = Fixture::new();
+    let lic = fx.license();
+    let packs_dir = fx.path().join("packs");
+    fx.packs(&lic, &packs_dir, "1.0.0");
+    let cfg = fx.path().join("helixor.yaml");
+    write_config(&cfg, &lic, &packs_dir, &fx.issuer_dir, extra);
+    (fx, lic, packs_dir, cfg)
+}
+
 /// SPEC §12.4: the places of an LLM or agent exchange where a value
 /// travels, each a JSON body with `value` in one string (`value` holds no
 /// quote or backslash). Every row was allowed through the gateways before
