@@ -16,7 +16,7 @@ use crate::pack::{load_pack_file, LoadedPack};
 use crate::playbook;
 use crate::policy_test::{self, Loader, TestFile};
 use crate::request::{self, EvaluateRequest};
-use crate::rules::check_declarations;
+use crate::rules::declarations;
 use crate::{Error, PackError};
 use serde_json::{json, Value};
 use std::io::{BufRead, Read, Write};
@@ -472,7 +472,12 @@ pub fn inspect(
     });
     if let Some(license) = &license {
         let pack = crate::pack::load_pack(&bytes, &name, license)?;
-        let entry = manifest::pack_entry(&pack.doc, &pack.rule_actions(), &pack.solvers);
+        let entry = manifest::pack_entry(
+            &pack.doc,
+            &pack.rule_actions(),
+            &pack.solvers,
+            &pack.program,
+        );
         report["loaded"] = json!(true);
         report["version"] = json!(pack.version);
         report["name"] = json!(pack.name);
@@ -614,9 +619,14 @@ pub fn manifest(
                 let doc = playbook::parse_document(&bytes, &name)?.doc;
                 playbook::pack_id(&doc, &name)?;
                 let solvers = playbook::solver_names(&doc, &name)?;
-                let rules = check_declarations(&doc, &name)?;
-                let actions: Vec<String> = rules.iter().map(|r| r.action_name()).collect();
-                entries.push(manifest::pack_entry(&doc, &actions, &solvers));
+                let declared = declarations(&doc, &name)?;
+                let actions: Vec<String> = declared.rules.iter().map(|r| r.action_name()).collect();
+                entries.push(manifest::pack_entry(
+                    &doc,
+                    &actions,
+                    &solvers,
+                    &declared.program,
+                ));
             }
             ManifestSource::Pack(p) => {
                 if license.is_none() {
@@ -628,6 +638,7 @@ pub fn manifest(
                         &pack.doc,
                         &pack.rule_actions(),
                         &pack.solvers,
+                        &pack.program,
                     ));
                 }
             }

@@ -13,7 +13,8 @@ use crate::container::{self, PackError};
 use crate::crypto::sha256_hex;
 use crate::license::VerifiedLicense;
 use crate::playbook::{self, PlaybookError, MAX_PLAYBOOK_BYTES};
-use crate::rules::{check_declarations, is_snake_case, CustomRule};
+use crate::program::Program;
+use crate::rules::{declarations, is_snake_case, CustomRule};
 use crate::Error;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -39,6 +40,8 @@ pub struct CompiledPlaybook {
     /// The validated custom rules with their compiled patterns, in file
     /// order (what an evaluator is built from, SPEC §6.1).
     pub rules: Vec<CustomRule>,
+    /// The codons and hard rules it runs (SPEC §6.1, §16).
+    pub program: std::sync::Arc<Program>,
 }
 
 impl std::fmt::Debug for CompiledPlaybook {
@@ -131,7 +134,8 @@ pub fn compile_in_memory(
     if let Entitlement::License(license) = entitlement {
         license.check_solvers(&solvers)?;
     }
-    let rules = check_declarations(&doc, name)?;
+    let declared = declarations(&doc, name)?;
+    let rules = declared.rules;
 
     let mut warnings = Vec::new();
     if !document.unknown_keys.is_empty() {
@@ -163,10 +167,23 @@ pub fn compile_in_memory(
         plaintext,
         warnings,
         rules,
+        program: declared.program,
     })
 }
 
 impl CompiledPlaybook {
+    /// The engine a pack of this playbook loads to (SPEC §5 step 7): its
+    /// custom rules and the codons and hard rules it runs (§16). An
+    /// automaton the engine cannot build is the error.
+    pub fn evaluator(&self) -> Result<crate::Evaluator, String> {
+        crate::Evaluator::with_program(
+            &self.pack_id,
+            &self.version,
+            &self.rules,
+            std::sync::Arc::clone(&self.program),
+        )
+    }
+
     /// Seals the playbook for `license` (SPEC §3): the key derived from its
     /// content key, `<pack_id>:<license_id>` as associated data, a fresh
     /// nonce. Checks nothing: the caller has verified the license and its

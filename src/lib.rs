@@ -51,6 +51,7 @@ pub mod checksum;
 // `test`, `inspect`…); at the root those names would not say what they do.
 pub mod commands;
 mod compiler;
+mod condition;
 mod container;
 mod crypto;
 mod engine;
@@ -69,6 +70,7 @@ mod pack;
 pub mod pattern;
 mod playbook;
 mod policy_test;
+mod program;
 mod request;
 mod rules;
 // Public: the serve-mode tests build configurations, generations and

@@ -6,7 +6,8 @@ use crate::container::{read_pack_file, PackError, SealedPack};
 use crate::engine::Evaluator;
 use crate::license::VerifiedLicense;
 use crate::playbook::{self, PlaybookError};
-use crate::rules::{check_declarations, CustomRule};
+use crate::program::Program;
+use crate::rules::{declarations, CustomRule};
 use crate::Error;
 use serde_json::{Map, Value};
 use std::path::Path;
@@ -47,6 +48,8 @@ pub struct LoadedPack {
     pub rules: Vec<RuleSummary>,
     /// Declared solver names.
     pub solvers: Vec<String>,
+    /// The codons and hard rules the pack runs (SPEC §6.1, §16).
+    pub(crate) program: Arc<Program>,
     /// The compiled engine, shared so that a stream session can own a
     /// handle to it ([`Evaluator::stream_owned`]).
     pub evaluator: Arc<Evaluator>,
@@ -86,9 +89,16 @@ pub fn load_pack(bytes: &[u8], name: &str, license: &VerifiedLicense) -> Result<
     let solvers =
         playbook::solver_names(&doc, name).map_err(|e| PackError::Integrity(e.to_string()))?;
     license.check_solvers(&solvers)?;
-    let rules = check_declarations(&doc, name)?;
+    let declared = declarations(&doc, name)?;
     let version = playbook::pack_version(&doc);
-    let evaluator = build_evaluator(sealed.pack_id, &version, &rules, name)?;
+    let evaluator = build_evaluator(
+        sealed.pack_id,
+        &version,
+        &declared.rules,
+        &declared.program,
+        name,
+    )?;
+    let rules = declared.rules;
     Ok(LoadedPack {
         pack_id: sealed.pack_id.to_string(),
         name: playbook::str_field(&doc, "name").map(str::to_string),
@@ -99,6 +109,7 @@ pub fn load_pack(bytes: &[u8], name: &str, license: &VerifiedLicense) -> Result<
         rules: rules.iter().map(summarise).collect(),
         solvers,
         doc,
+        program: declared.program,
         evaluator: Arc::new(evaluator),
     })
 }
@@ -110,11 +121,14 @@ pub fn build_evaluator(
     pack_id: &str,
     version: &str,
     rules: &[CustomRule],
+    program: &Arc<Program>,
     name: &str,
 ) -> Result<Evaluator, PlaybookError> {
-    Evaluator::new(pack_id, version, rules).map_err(|e| PlaybookError::Unsupported {
-        summary: format!("{name}: {e}"),
-        problems: vec![e],
+    Evaluator::with_program(pack_id, version, rules, Arc::clone(program)).map_err(|e| {
+        PlaybookError::Unsupported {
+            summary: format!("{name}: {e}"),
+            problems: vec![e],
+        }
     })
 }
 

@@ -6,7 +6,8 @@ use crate::error::{ErrorName, Named};
 use serde_json::{Map, Number, Value};
 
 /// Top-level keys carried into a pack, in SPEC §4.1 order.
-pub const KNOWN_KEYS: [&str; 17] = [
+pub const KNOWN_KEYS: [&str; 18] = [
+    "schema_version",
     "pack_id",
     "version",
     "name",

@@ -5,9 +5,10 @@
 use crate::builtins;
 use crate::pattern::{self, cost, CompiledPattern, Flag};
 use crate::playbook::{list, PlaybookError};
+use crate::program::{self, Program, Schema};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 /// What a custom rule does when it matches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -82,12 +83,32 @@ pub fn is_snake_case(id: &str) -> bool {
         && chars.all(|c| matches!(c, 'a'..='z' | '0'..='9' | '_'))
 }
 
+/// What a playbook declares, checked and compiled: its custom rules and
+/// the program (codons and hard rules) the engine runs beside them.
+#[derive(Debug, Clone)]
+pub struct Declarations {
+    /// Custom rules in file order.
+    pub rules: Vec<CustomRule>,
+    /// The example pack's codons and hard rules (version 1), or exactly the
+    /// declared ones (version 2, SPEC §16).
+    pub program: Arc<Program>,
+}
+
 /// Checks every declaration of `doc` and compiles its custom rules; on any
-/// problem, one `Unsupported` error listing all of them. `name` labels the file.
+/// problem, one `Unsupported` error listing all of them. `name` labels the
+/// file. Only the custom rules: the codons and hard rules a version-2
+/// playbook declares run through [`CompiledPlaybook::evaluator`](crate::CompiledPlaybook::evaluator).
 pub fn check_declarations(
     doc: &Map<String, Value>,
     name: &str,
 ) -> Result<Vec<CustomRule>, PlaybookError> {
+    declarations(doc, name).map(|d| d.rules)
+}
+
+/// Checks every declaration of `doc` (SPEC §4.2 step 6, §16): custom rules,
+/// `schema_version`, codons and hard rules, and the pack's cost; on any
+/// problem, one `Unsupported` error listing all of them.
+pub fn declarations(doc: &Map<String, Value>, name: &str) -> Result<Declarations, PlaybookError> {
     let mut problems = Vec::new();
     let mut rules = Vec::new();
     let mut seen: HashMap<String, usize> = HashMap::new();
@@ -96,37 +117,60 @@ pub fn check_declarations(
             rules.push(rule);
         }
     }
-    let reference = builtins::reference();
-    check_builtin_list(
-        doc,
-        "codons",
-        "code",
-        "codon",
-        &reference.codons,
-        &mut problems,
-    );
-    check_builtin_list(
-        doc,
-        "hard_rules",
-        "id",
-        "hard rule",
-        &reference.hard_rules,
-        &mut problems,
-    );
-    if problems.is_empty() {
-        check_pack_cost(&rules, &mut problems);
+    let program = match program::schema_of(doc) {
+        Err(why) => {
+            problems.push(why);
+            None
+        }
+        Ok(Schema::V1) => {
+            let reference = builtins::reference();
+            check_builtin_list(
+                doc,
+                "codons",
+                "code",
+                "codon",
+                &reference.codons,
+                &mut problems,
+            );
+            check_builtin_list(
+                doc,
+                "hard_rules",
+                "id",
+                "hard rule",
+                &reference.hard_rules,
+                &mut problems,
+            );
+            match Program::builtin() {
+                Ok(p) => Some(p),
+                Err(e) => {
+                    problems.push(e);
+                    None
+                }
+            }
+        }
+        Ok(Schema::V2) => {
+            let ids: Vec<&str> = list(doc, "rules")
+                .iter()
+                .filter_map(|r| r.get("id").and_then(Value::as_str))
+                .collect();
+            program::check_v2(doc, &ids, &mut problems).map(Arc::new)
+        }
+    };
+    if let (true, Some(program)) = (problems.is_empty(), &program) {
+        check_pack_cost(&rules, program, &mut problems);
     }
-    if problems.is_empty() {
-        Ok(rules)
-    } else {
-        let n = problems.len();
-        Err(PlaybookError::Unsupported {
-            summary: format!(
-                "{name}: {n} declaration problem{} the engine cannot execute",
-                if n == 1 { "" } else { "s" }
-            ),
-            problems,
-        })
+    match program {
+        Some(program) if problems.is_empty() => Ok(Declarations { rules, program }),
+        _ => {
+            let n = problems.len().max(1);
+            Err(PlaybookError::Unsupported {
+                summary: format!(
+                    "{name}: {n} declaration problem{} the engine cannot execute",
+                    if n == 1 { "" } else { "s" }
+                ),
+                problems,
+            })
+        }
     }
 }
 
@@ -156,36 +200,42 @@ pub(crate) fn codon_patterns() -> Result<&'static [CompiledPattern], String> {
 /// Rules listed by name in a pack's cost problem, costliest first.
 const COSTLIEST_NAMED: usize = 3;
 
-/// SPEC §11.4 for the pack as a whole: its custom rules and the six codons
+/// SPEC §11.4 for the pack as a whole: its custom rules and its codons
 /// run over the same payload, so their costs add up. Each rule passed alone
 /// ([`pattern::check_cost`]); a pack that breaks the limit together gets one
-/// problem naming its costliest rules.
-fn check_pack_cost(rules: &[CustomRule], problems: &mut Vec<String>) {
-    if rules.is_empty() {
-        // The codons alone are within the limit (a test holds them to it).
+/// problem naming its costliest rules and codons.
+fn check_pack_cost(rules: &[CustomRule], program: &Program, problems: &mut Vec<String>) {
+    if rules.is_empty() && program.schema == Schema::V1 {
+        // The built-in codons alone are within the limit (a test holds them to it).
         return;
     }
-    let codons = match codon_patterns() {
-        Ok(c) => c,
-        Err(e) => {
-            problems.push(e);
-            return;
-        }
-    };
     let patterns: Vec<&CompiledPattern> = rules
         .iter()
         .map(|r| &r.pattern)
-        .chain(codons.iter())
+        .chain(program::patterns(program))
         .collect();
+    if patterns.is_empty() {
+        return;
+    }
     let place = |i: usize| match rules.get(i) {
         Some(r) => format!("rules[{i}] (id `{}`)", r.id),
-        None => format!(
-            "codon {}",
-            builtins::CODONS
-                .get(i - rules.len())
-                .map_or("?", |c| c.code)
-        ),
+        None => {
+            let c = i - rules.len();
+            match program.schema {
+                Schema::V1 => format!(
+                    "codon {}",
+                    program.codons.get(c).map_or("?", |c| c.code.as_str())
+                ),
+                Schema::V2 => format!(
+                    "codons[{c}] (code `{}`)",
+                    program.codons.get(c).map_or("?", |c| c.code.as_str())
+                ),
+            }
+        }
     };
+    // Version-1 packs name only their custom rules (the codons are fixed);
+    // a version-2 pack's codons are its own, so they are named too.
+    let named = |i: usize| i < rules.len() || program.schema == Schema::V2;
     match pattern::check_pack_cost(&patterns) {
         Ok(_) => {}
         Err(cost::PackCostError::Pattern { index, why }) => problems.push(format!(
@@ -198,7 +248,7 @@ fn check_pack_cost(rules: &[CustomRule], problems: &mut Vec<String>) {
                 .iter()
                 .copied()
                 .enumerate()
-                .filter(|&(i, ns)| i < rules.len() && ns > 0)
+                .filter(|&(i, ns)| named(i) && ns > 0)
                 .collect();
             by_cost.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
             let named: Vec<String> = by_cost
@@ -285,43 +335,8 @@ fn check_rule(
             None
         }
     };
-    let mut flags = Vec::new();
-    match rule.get("flags") {
-        None | Some(Value::Null) => {}
-        Some(Value::Array(items)) => {
-            for f in items {
-                match f.as_str().map(|s| (s, Flag::parse(s))) {
-                    Some((_, Some(flag))) => flags.push(flag),
-                    Some((s, None)) => problems.push(format!(
-                        "{place}: unknown flag `{s}` (supported: IGNORECASE, MULTILINE, DOTALL)"
-                    )),
-                    None => problems.push(format!("{place}: `flags` is not a list of strings")),
-                }
-            }
-        }
-        Some(_) => problems.push(format!("{place}: `flags` is not a list of strings")),
-    }
-    let pattern = match rule.get("pattern") {
-        Some(Value::String(p)) => match pattern::compile(p, &flags).and_then(|c| {
-            // SPEC §11.4: no pattern that can make an evaluation slow.
-            pattern::check_cost(&c)?;
-            Ok(c)
-        }) {
-            Ok(c) => Some(c),
-            Err(why) => {
-                problems.push(format!("{place}: `pattern` {why}"));
-                None
-            }
-        },
-        Some(_) => {
-            problems.push(format!("{place}: `pattern` is not a string"));
-            None
-        }
-        None => {
-            problems.push(format!("{place}: missing `pattern`"));
-            None
-        }
-    };
+    let flags = read_flags(rule.get("flags"), &place, "flags", problems);
+    let pattern = compile_pattern(rule.get("pattern"), &flags, &place, "pattern", problems);
     if problems.len() != before {
         return None;
     }
@@ -332,6 +347,64 @@ fn check_rule(
         description,
         pattern: pattern?,
     })
+}
+
+/// Reads a list of flag names (SPEC §4.1), recording what is wrong with it.
+pub(crate) fn read_flags(
+    value: Option<&Value>,
+    place: &str,
+    key: &str,
+    problems: &mut Vec<String>,
+) -> Vec<Flag> {
+    let mut flags = Vec::new();
+    match value {
+        None | Some(Value::Null) => {}
+        Some(Value::Array(items)) => {
+            for f in items {
+                match f.as_str().map(|s| (s, Flag::parse(s))) {
+                    Some((_, Some(flag))) => flags.push(flag),
+                    Some((s, None)) => problems.push(format!(
+                        "{place}: unknown flag `{s}` (supported: IGNORECASE, MULTILINE, DOTALL)"
+                    )),
+                    None => problems.push(format!("{place}: `{key}` is not a list of strings")),
+                }
+            }
+        }
+        Some(_) => problems.push(format!("{place}: `{key}` is not a list of strings")),
+    }
+    flags
+}
+
+/// Compiles a rule's or codon's pattern under SPEC §4.2 and its cost
+/// check (§11.4), recording why it is refused (never quoting it).
+pub(crate) fn compile_pattern(
+    value: Option<&Value>,
+    flags: &[Flag],
+    place: &str,
+    key: &str,
+    problems: &mut Vec<String>,
+) -> Option<CompiledPattern> {
+    match value {
+        Some(Value::String(p)) => match pattern::compile(p, flags).and_then(|c| {
+            // SPEC §11.4: no pattern that can make an evaluation slow.
+            pattern::check_cost(&c)?;
+            Ok(c)
+        }) {
+            Ok(c) => Some(c),
+            Err(why) => {
+                problems.push(format!("{place}: `{key}` {why}"));
+                None
+            }
+        },
+        Some(_) => {
+            problems.push(format!("{place}: `{key}` is not a string"));
+            None
+        }
+        None => {
+            problems.push(format!("{place}: missing `{key}`"));
+            None
+        }
+    }
 }
 
 /// Reads `key` as one of `options` (by their playbook names), recording
@@ -402,7 +475,7 @@ fn check_builtin_list(
 }
 
 /// Equality "as parsed data": numbers compare by value, as Python's `==` does (`1 == 1.0`).
-fn same_data(a: &Value, b: &Value) -> bool {
+pub(crate) fn same_data(a: &Value, b: &Value) -> bool {
     match (a, b) {
         (Value::Number(x), Value::Number(y)) => x == y || x.as_f64() == y.as_f64(),
         (Value::Array(x), Value::Array(y)) => {
@@ -527,7 +600,7 @@ mod tests {
                 seen += 1;
             }
         }
-        assert_eq!(seen, 9);
+        assert_eq!(seen, 11);
     }
 
     #[test]

@@ -601,7 +601,7 @@ fn the_shipped_playbooks_and_demo_packs_pass_with_full_coverage() {
     );
     assert!(
         stdout.contains(
-            "coverage: every rule was triggered by a case (67 rules in 11 playbooks and packs)\n"
+            "coverage: every rule was triggered by a case (77 rules in 13 playbooks and packs)\n"
         ),
         "{stdout}"
     );

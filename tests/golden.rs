@@ -4,7 +4,7 @@
 //! case with `normalize: evasion` is evaluated through the SPEC §15 view.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
-use helixor::{check_declarations, pack_id, pack_version, parse_document, Evaluator, Normalize};
+use helixor::{compile_in_memory, Entitlement, Evaluator, Normalize};
 use serde_json::Value;
 use std::path::Path;
 
@@ -24,9 +24,11 @@ const COMPARED: [&str; 9] = [
 fn evaluator(playbook: &Path) -> Evaluator {
     let name = playbook.display().to_string();
     let bytes = std::fs::read(playbook).unwrap();
-    let doc = parse_document(&bytes, &name).unwrap().doc;
-    let rules = check_declarations(&doc, &name).unwrap();
-    Evaluator::new(pack_id(&doc, &name).unwrap(), &pack_version(&doc), &rules).unwrap()
+    // The compiler's own path: version-2 playbooks run their declarations.
+    compile_in_memory(&bytes, &name, Entitlement::PolicyTest)
+        .unwrap()
+        .evaluator()
+        .unwrap()
 }
 
 #[test]

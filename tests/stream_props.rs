@@ -9,8 +9,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
 use helixor::{
-    check_declarations, parse_document, Evaluator, Normalize, Severity, StreamOptions,
-    PERMIT_ACTION,
+    check_declarations, compile_in_memory, parse_document, Entitlement, Evaluator, Normalize,
+    Severity, StreamOptions, PERMIT_ACTION,
 };
 use proptest::prelude::*;
 use std::sync::OnceLock;
@@ -18,19 +18,38 @@ use std::sync::OnceLock;
 // The stream fuzz target's probe rules: flags, Luhn, overlaps.
 use helixor::fuzzing::PROBE_RULES;
 
+/// The built-in codons alone, the probe rules beside them, the example
+/// pack written as a version-2 playbook (the incremental engine runs it),
+/// and a version-2 pack of its own codons and conditions (held whole and
+/// judged at the end, `engine/stream/whole.rs`).
 fn evaluators() -> &'static [Evaluator] {
     static E: OnceLock<Vec<Evaluator>> = OnceLock::new();
     E.get_or_init(|| {
-        ["pack_id: builtin.only.v1\n", PROBE_RULES]
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let v2 = |path: &str| {
+            let bytes = std::fs::read(root.join(path)).unwrap();
+            compile_in_memory(&bytes, path, Entitlement::PolicyTest)
+                .unwrap()
+                .evaluator()
+                .unwrap()
+        };
+        let mut out: Vec<Evaluator> = ["pack_id: builtin.only.v1\n", PROBE_RULES]
             .iter()
             .map(|yaml| {
                 let doc = parse_document(yaml.as_bytes(), "p").unwrap().doc;
                 let rules = check_declarations(&doc, "p").unwrap();
                 Evaluator::new("p", "1", &rules).unwrap()
             })
-            .collect()
+            .collect();
+        out.push(v2("tests/fixtures/regulatory_pii_guard_v2.yaml"));
+        out.push(v2("config/demo/playbooks/credentials_guard.yaml"));
+        out
     })
 }
+
+/// How many of [`evaluators`] release promptly (the whole-mode one holds
+/// everything to the end by design).
+const PROMPT: usize = 3;
 
 fn cases() -> u32 {
     std::env::var("HELIXOR_STREAM_CASES")
@@ -54,6 +73,14 @@ fn token() -> impl Strategy<Value = String> {
         Just("kkkklmno".to_string()),
         Just("kkkklmnox".to_string()),
         Just("> quoted".to_string()),
+        // Values of the version-2 demo pack: a group, a checksum, entropy,
+        // a deny list and a context word.
+        Just("AKIAIOSFODNN7EXAMPLE".to_string()),
+        Just("DE89 3704 0044 0532 0130 00".to_string()),
+        Just("DE88 3704 0044 0532 0130 00".to_string()),
+        Just("password=S3cr3t!Passw0rd".to_string()),
+        Just("password=changeme123".to_string()),
+        Just("aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY".to_string()),
         Just("x.yyy.z".to_string()),
         Just("@example.com and more".to_string()),
         "[a-z]{1,8}[.+]?[a-z]{0,4}@[a-z]{1,6}\\.(com|org|co\\.uk)\\.?",
@@ -202,7 +229,7 @@ proptest! {
     #[test]
     fn releases_are_final_complete_and_block_only_on_final_fatal(
         prefix in text(), rest in text(), other in text(), sizes in cuts(),
-        which in 0usize..2, block in any::<bool>(), lookahead in prop_oneof![4 => Just(0usize), 1 => 1usize..40],
+        which in 0usize..4, block in any::<bool>(), lookahead in prop_oneof![4 => Just(0usize), 1 => 1usize..40],
         evasion in any::<bool>(),
     ) {
         let e = &evaluators()[which];
@@ -260,7 +287,7 @@ proptest! {
     /// `latency_us` is its own engine time.
     #[test]
     fn the_session_decides_as_evaluate_on_the_whole_text(
-        whole in text(), sizes in cuts(), which in 0usize..2, block in any::<bool>(),
+        whole in text(), sizes in cuts(), which in 0usize..4, block in any::<bool>(),
         lookahead in prop_oneof![4 => Just(0usize), 1 => 1usize..40],
         evasion in any::<bool>(), holdback in prop_oneof![4 => Just(65_536usize), 1 => 1usize..12],
     ) {
@@ -298,7 +325,7 @@ proptest! {
     #[test]
     fn evasion_decides_as_none_where_the_view_is_the_text(
         any_text in text(),
-        plain in proptest::collection::vec((plain_token(), plain_separator()), 0..10), which in 0usize..2,
+        plain in proptest::collection::vec((plain_token(), plain_separator()), 0..10), which in 0usize..4,
     ) {
         let e = &evaluators()[which];
         let plain: String = plain.iter().map(|(t, s)| format!("{t}{s}")).collect();
@@ -321,7 +348,7 @@ proptest! {
     /// and spaces, ending in a space) is released whole at once.
     #[test]
     fn prose_ending_in_a_space_is_released_at_once(
-        words in proptest::collection::vec("[a-zA-Zéß会議Ещё]{1,9}", 1..20), sizes in cuts(), which in 0usize..2,
+        words in proptest::collection::vec("[a-zA-Zéß会議Ещё]{1,9}", 1..20), sizes in cuts(), which in 0usize..PROMPT,
     ) {
         let e = &evaluators()[which];
         // `MRN`, `EHR` and `RX` followed by spaces can still become a health

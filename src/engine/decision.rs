@@ -32,6 +32,9 @@ pub enum Source {
     Rule,
     /// One of the built-in hard rules.
     Builtin,
+    /// A hard rule of a version-2 playbook's own (SPEC §16.3).
+    #[serde(rename = "hard_rule")]
+    HardRule,
 }
 
 /// One rule that matched at least once.
@@ -45,9 +48,10 @@ pub struct Trigger<'e> {
     pub severity: Severity,
     /// The action the rule would decide.
     pub action: &'e str,
-    /// Built-in triggers: the codes of the codons that matched, in codon order.
+    /// Hard-rule triggers: the codes of the matched codons its positive
+    /// tests read, in codon order.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub codons: Option<Vec<&'static str>>,
+    pub codons: Option<Vec<&'e str>>,
     /// Number of spans.
     pub match_count: usize,
     /// `[start, end)` in code points, sorted by start then end.

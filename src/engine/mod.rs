@@ -17,14 +17,15 @@ pub use stream::{
     HOLDBACK_REASON,
 };
 
-use crate::builtins::{Validator, CODONS, HARD_RULES};
+use crate::builtins::Validator;
 use crate::crypto::sha256;
 use crate::pattern::{self, CompiledPattern, SET_THRESHOLD};
+use crate::program::{FieldRef, Program};
 use crate::rules::{CustomRule, RuleAction, RuleType};
 use guided::{guided_search, Guide, GuideCaches, GuidedCaches, Want};
 use regex_automata::meta::{Cache, Regex};
 use regex_automata::util::iter::Searcher;
-use regex_automata::{Input, Match, MatchError, PatternID, PatternSet};
+use regex_automata::{Anchored, Input, Match, MatchError, PatternID, PatternSet};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
@@ -174,8 +175,14 @@ struct RuleInfo {
 pub struct Evaluator {
     pack_id: String,
     pack_version: String,
-    /// Custom rules in file order, then the six codons.
+    /// Custom rules in file order, then the program's codons.
     matchers: Vec<Matcher>,
+    /// The codons and hard rules the pack runs (SPEC §6.1, §16).
+    program: Arc<Program>,
+    /// Whether `program` is the example pack's own, which the stream
+    /// engine's liveness tables are built for; a stream of any other
+    /// program is judged whole at its end (see [`Session`]).
+    native: bool,
     /// One automaton over every matcher's boundary-free form; `None` when it
     /// could not be built, and every matcher then runs on every payload.
     filter: Option<Regex>,
@@ -204,16 +211,24 @@ impl std::fmt::Debug for Evaluator {
     }
 }
 
-fn builtin_patterns() -> Result<&'static [CompiledPattern], String> {
-    crate::rules::codon_patterns()
-}
-
 impl Evaluator {
-    /// Builds the evaluator of a pack from its validated custom rules.
+    /// Builds the evaluator of a version-1 pack from its validated custom
+    /// rules: they run beside the example pack's codons and hard rules.
     pub fn new(pack_id: &str, pack_version: &str, rules: &[CustomRule]) -> Result<Self, String> {
-        let builtins = builtin_patterns()?;
-        let mut matchers = Vec::with_capacity(rules.len() + CODONS.len());
-        let mut filters = Vec::with_capacity(rules.len() + CODONS.len());
+        Self::with_program(pack_id, pack_version, rules, Program::builtin()?)
+    }
+
+    /// Builds the evaluator of a pack from its validated custom rules and
+    /// the codons and hard rules it runs (SPEC §16).
+    pub fn with_program(
+        pack_id: &str,
+        pack_version: &str,
+        rules: &[CustomRule],
+        program: Arc<Program>,
+    ) -> Result<Self, String> {
+        let n = rules.len() + program.codons.len();
+        let mut matchers = Vec::with_capacity(n);
+        let mut filters = Vec::with_capacity(n);
         let mut infos = Vec::with_capacity(rules.len());
         for r in rules {
             matchers.push(Matcher::new(
@@ -238,9 +253,9 @@ impl Evaluator {
                 placeholder: format!("[REDACTED_{}]", r.id.to_uppercase()),
             });
         }
-        for (c, p) in CODONS.iter().zip(builtins) {
-            matchers.push(Matcher::new(p, c.validator));
-            filters.push(p.filter.as_str());
+        for c in &program.codons {
+            matchers.push(Matcher::new(&c.pattern, c.validator));
+            filters.push(c.pattern.filter.as_str());
         }
         let filter = pattern::build_set(&filters, FILTER_SIZE_LIMIT, FILTER_DFA_LIMIT);
         let required = RequiredBytes::new(matchers.iter().map(|m| m.required.as_deref()));
@@ -249,6 +264,8 @@ impl Evaluator {
             pack_id: pack_id.to_string(),
             pack_version: pack_version.to_string(),
             matchers,
+            native: program.is_builtin(),
+            program,
             filter,
             rules: infos,
             caches: Mutex::new(Vec::new()),
@@ -394,6 +411,13 @@ impl Evaluator {
         if found.is_empty() {
             return text.to_string();
         }
+        if !self.native {
+            // A codon's values count only in the triggers of the hard rules
+            // whose conditions hold (SPEC §16.3): W(T) replaces those.
+            let (_, redactions) = self.triggers_of(&found, |_| Vec::new());
+            let all: Vec<Spans<'_, '_>> = redactions.into_iter().map(|(r, _)| r).collect();
+            return redact(text, view.as_ref(), &all);
+        }
         let sources: Vec<Spans<'_, '_>> = found
             .iter()
             .enumerate()
@@ -407,18 +431,25 @@ impl Evaluator {
     }
 
     /// Matcher `i`'s sort key in the sweep (its trigger's place among all
-    /// triggers, then its codon) and its placeholder.
+    /// triggers, then its codon) and its placeholder: a codon's trigger is
+    /// that of the first hard rule that reads it.
     fn redaction_key(&self, i: usize) -> ((usize, usize), &str) {
         let base = self.rules.len();
         match self.rules.get(i) {
             Some(info) => ((i, 0), info.placeholder.as_str()),
             None => {
                 let c = i - base;
-                let h = HARD_RULES
+                let hard = &self.program.hard_rules;
+                let h = hard
                     .iter()
-                    .position(|h| h.codons.contains(&c))
-                    .unwrap_or(HARD_RULES.len());
-                ((base + h, c), CODONS[c].placeholder)
+                    .position(|h| h.reads.contains(&c))
+                    .unwrap_or(hard.len());
+                let placeholder = self
+                    .program
+                    .codons
+                    .get(c)
+                    .map_or("", |c| c.remedy_template.as_str());
+                ((base + h, c), placeholder)
             }
         }
     }
@@ -474,19 +505,43 @@ impl Evaluator {
             }
         };
 
+        let (triggers, redactions) = self.triggers_of(&found, original);
+        let warnings: Vec<Spans<'_, '_>> = redactions
+            .into_iter()
+            .filter(|&(_, fatal)| !fatal)
+            .map(|(r, _)| r)
+            .collect();
+        let clean = match deciding(&triggers).map(|i| triggers[i].severity) {
+            Some(Severity::Fatal) => BLOCKED_TEXT.to_string(),
+            Some(Severity::Warning) => redact(text, view, &warnings),
+            None => text.to_string(),
+        };
+        self.finish(&sha256(text.as_bytes()), triggers, clean, normalized)
+    }
+
+    /// The triggers of the matches `found` (custom rules in file order,
+    /// then hard rules whose conditions hold, SPEC §6.1, §16.3), their spans
+    /// converted by `original`, and every trigger's byte spans for the
+    /// §6.3 sweep, each with whether its trigger is FATAL.
+    fn triggers_of<'e, 'f>(
+        &'e self,
+        found: &'f [Vec<(usize, usize)>],
+        original: impl Fn(&[(usize, usize)]) -> Vec<[usize; 2]>,
+    ) -> (Vec<Trigger<'e>>, Vec<(Spans<'f, 'e>, bool)>) {
         let mut triggers: Vec<Trigger<'_>> = Vec::new();
-        // Byte spans of WARNING triggers for redaction, one sorted list per
+        // Byte spans of every trigger for redaction, one sorted list per
         // matcher, with its sweep key (trigger order, codon) and placeholder.
-        let mut redactions: Vec<Spans<'_, '_>> = Vec::new();
+        let mut redactions: Vec<(Spans<'_, '_>, bool)> = Vec::new();
         for (r, info) in self.rules.iter().enumerate() {
             let spans = &found[r];
             if spans.is_empty() {
                 continue;
             }
-            if info.severity == Severity::Warning {
-                let t = triggers.len();
-                redactions.push((spans, (t, 0), info.placeholder.as_str()));
-            }
+            let t = triggers.len();
+            redactions.push((
+                (spans, (t, 0), info.placeholder.as_str()),
+                info.severity == Severity::Fatal,
+            ));
             triggers.push(Trigger {
                 rule_id: &info.id,
                 source: Source::Rule,
@@ -498,45 +553,62 @@ impl Evaluator {
             });
         }
         let base = self.rules.len();
-        for hr in &HARD_RULES {
+        let program = &*self.program;
+        let values = |c: usize| found.get(base + c).map_or(&[][..], Vec::as_slice);
+        let field = |f: &FieldRef| match *f {
+            FieldRef::Bool(k) => program.bool_fields[k]
+                .1
+                .iter()
+                .any(|&c| !values(c).is_empty()),
+            FieldRef::Count(_) => false,
+        };
+        let count = |f: &FieldRef| match *f {
+            FieldRef::Count(k) => program.count_fields[k]
+                .1
+                .iter()
+                .map(|&c| values(c).len() as u64)
+                .sum(),
+            FieldRef::Bool(_) => 0,
+        };
+        for hr in &program.hard_rules {
+            if !hr.condition.eval(&field, &count) {
+                continue;
+            }
             let mut spans: Vec<(usize, usize)> = Vec::new();
             let mut codes = Vec::new();
-            for &c in hr.codons {
-                let m = &found[base + c];
+            for &c in &hr.reads {
+                let m = values(c);
                 if m.is_empty() {
                     continue;
                 }
-                codes.push(CODONS[c].code);
+                let codon = &program.codons[c];
+                codes.push(codon.code.as_str());
                 spans.extend_from_slice(m);
-                if !hr.fatal {
-                    redactions.push((m, (triggers.len(), c), CODONS[c].placeholder));
-                }
-            }
-            if spans.is_empty() {
-                continue;
+                redactions.push((
+                    (m, (triggers.len(), c), codon.remedy_template.as_str()),
+                    hr.fatal,
+                ));
             }
             spans.sort_unstable();
             triggers.push(Trigger {
-                rule_id: hr.id,
-                source: Source::Builtin,
+                rule_id: &hr.id,
+                source: if hr.builtin {
+                    Source::Builtin
+                } else {
+                    Source::HardRule
+                },
                 severity: if hr.fatal {
                     Severity::Fatal
                 } else {
                     Severity::Warning
                 },
-                action: hr.action,
+                action: &hr.action,
                 codons: Some(codes),
                 match_count: spans.len(),
                 spans: original(&spans),
             });
         }
-
-        let clean = match deciding(&triggers).map(|i| triggers[i].severity) {
-            Some(Severity::Fatal) => BLOCKED_TEXT.to_string(),
-            Some(Severity::Warning) => redact(text, view, &redactions),
-            None => text.to_string(),
-        };
-        self.finish(&sha256(text.as_bytes()), triggers, clean, normalized)
+        (triggers, redactions)
     }
 
     /// The decision of a text from its triggers (in trigger order), its
@@ -587,10 +659,12 @@ impl Evaluator {
                 .iter()
                 .find(|r| r.id == t.rule_id)
                 .map_or("", |r| r.reason.as_str()),
-            Source::Builtin => HARD_RULES
+            Source::Builtin | Source::HardRule => self
+                .program
+                .hard_rules
                 .iter()
                 .find(|h| h.id == t.rule_id)
-                .map_or("", |h| h.reason),
+                .map_or("", |h| h.reason.as_str()),
         }
     }
 
@@ -606,7 +680,16 @@ impl Evaluator {
         let m = &self.matchers[i];
         let mut spans = self.search_matcher(i, text, 0, ascii, caches, Want::All);
         spans.retain(|&(s, e)| s < e && validate(m.validator, &text[s..e]));
-        spans
+        match i
+            .checked_sub(self.rules.len())
+            .and_then(|c| self.program.codons.get(c))
+        {
+            Some(codon) if codon.filters() => {
+                let exact = &mut caches.exact[i];
+                values(codon, &m.regex, exact, text, spans)
+            }
+            _ => spans,
+        }
     }
 
     /// The leftmost-first match of matcher `i` starting at or after `from`
@@ -663,6 +746,38 @@ impl Evaluator {
             },
         }
     }
+}
+
+/// A codon's values among its pattern's matches `spans` (SPEC §16.1): the
+/// group's span, when it took part, if the value passes the codon's
+/// checks. A dropped match lets no overlapping later one through: the
+/// matches were found before any was judged.
+fn values(
+    codon: &crate::program::Codon,
+    re: &Regex,
+    cache: &mut Cache,
+    text: &str,
+    spans: Vec<(usize, usize)>,
+) -> Vec<(usize, usize)> {
+    let mut caps = codon.group.map(|_| re.create_captures());
+    spans
+        .into_iter()
+        .filter_map(|(s, e)| {
+            let (vs, ve) = match (codon.group, caps.as_mut()) {
+                (Some(g), Some(caps)) => {
+                    // The leftmost-first match that starts at `s` and ends
+                    // by `e` is the one found; look-around still sees the
+                    // whole text.
+                    let input = Input::new(text).range(s..e).anchored(Anchored::Yes);
+                    re.search_captures_with(cache, &input, caps);
+                    let span = caps.get_group(g)?;
+                    (span.start, span.end)
+                }
+                _ => (s, e),
+            };
+            (vs < ve && codon.accepts(text, vs, ve)).then_some((vs, ve))
+        })
+        .collect()
 }
 
 /// The deciding trigger: the first FATAL one, else the first WARNING one.

@@ -128,6 +128,8 @@ use super::receipt::receipt_hash_of;
 use super::{validate, write_regions, Caches, Evaluator, Severity};
 use crate::builtins::CODONS;
 use crate::builtins::HARD_RULES;
+
+mod whole;
 use crate::pattern::{NEST_LIMIT, PATTERN_SIZE_LIMIT};
 use regex_automata::hybrid::dfa::{Cache as LazyCache, DFA};
 use regex_automata::hybrid::LazyStateID;
@@ -336,6 +338,19 @@ struct LiveRule {
 pub(super) struct LiveCaches(Vec<Option<LazyCache>>);
 
 impl LivePlan {
+    /// No rules: the plan of a whole-mode session, which never steps.
+    fn empty() -> Self {
+        Self {
+            rules: Vec::new(),
+            slot: Vec::new(),
+            slots: Vec::new(),
+            placeholders: Vec::new(),
+            first_mask: [[0; 256]; 3],
+            inner_mask: [0; 256],
+            required_mask: [0; 256],
+        }
+    }
+
     fn new(ev: &Evaluator) -> Self {
         let rules: Vec<LiveRule> = ev.matchers.iter().map(LiveRule::new).collect();
         let base = ev.rules.len();
@@ -865,6 +880,16 @@ struct Core {
     /// Tests turn deferral off to check that it changes no release.
     #[cfg(test)]
     defer: bool,
+    /// Whole mode (see `whole.rs`): the evaluator's program is not the
+    /// example pack's, which the liveness tables are built for, so the text
+    /// is held and judged once at the end.
+    whole: bool,
+    /// Whole mode: blocked for holding more than the limit (the decision
+    /// is the limit's).
+    held_out: bool,
+    /// Whole mode: whether the final judgement matched through a view that
+    /// differed from the text.
+    whole_normalized: bool,
 }
 
 /// Where [`Core::whitespace_cut`] stands, in absolute offsets: the last L − 1
@@ -896,6 +921,10 @@ impl Evaluator {
     /// through one session, so the first stream after a start or a reload
     /// does not pay for them (about 1.5 ms for the example pack).
     pub(super) fn warm_stream(&self) {
+        if !self.native {
+            // Whole-mode sessions build nothing to warm.
+            return;
+        }
         let mut session = self.stream(StreamOptions {
             block_on_fatal: false,
             ..StreamOptions::default()
@@ -930,7 +959,7 @@ impl Evaluator {
 impl<E: Deref<Target = Evaluator>> Session<E> {
     fn new(ev: E, opts: StreamOptions) -> Self {
         let core = Core::new(&ev, opts);
-        let norm = (opts.normalize == Normalize::Evasion).then(Box::default);
+        let norm = (opts.normalize == Normalize::Evasion && !core.whole).then(Box::default);
         Self {
             ev,
             core,
@@ -1041,6 +1070,10 @@ impl<E: Deref<Target = Evaluator>> Session<E> {
                 out.push_str(&r.text);
                 r.redacted
             }
+            None if self.core.whole => {
+                self.core.hold_whole(piece);
+                false
+            }
             // Appending needs no evaluator: it is handed over for the step
             // only, so the hot path carries no extra argument across the copy.
             None if self.core.append(piece) => self.core.step_into(&self.ev, false, out),
@@ -1058,6 +1091,7 @@ impl<E: Deref<Target = Evaluator>> Session<E> {
         let started = EngineClock::start();
         let out = match self.norm.as_deref_mut() {
             Some(norm) => norm.finish(&mut self.core, &self.ev),
+            None if self.core.whole => self.core.finish_whole(&self.ev),
             None => self.core.finish(&self.ev),
         };
         self.charge(started.elapsed(), out)
@@ -1136,11 +1170,16 @@ impl<E: Deref<Target = Evaluator>> Session<E> {
         let digest = self.hasher.digest();
         let ev = &*self.ev;
         let normalized = self.normalized();
+        let (stop_action, stop_reason) = if self.core.held_out {
+            (HOLDBACK_ACTION, HOLDBACK_REASON)
+        } else {
+            (COST_ACTION, COST_REASON)
+        };
         let mut d = if self.core.stopped {
             Decision {
-                action: COST_ACTION,
+                action: stop_action,
                 severity: Some(Severity::Fatal),
-                reason: Some(COST_REASON),
+                reason: Some(stop_reason),
                 clean_text: BLOCKED_TEXT.to_string(),
                 triggers: Vec::new(),
                 invariants_passed: false,
@@ -1149,7 +1188,7 @@ impl<E: Deref<Target = Evaluator>> Session<E> {
                 receipt_hash: receipt_hash_of(
                     &ev.pack_id,
                     &ev.pack_version,
-                    COST_ACTION,
+                    stop_action,
                     false,
                     std::iter::empty(),
                     &digest,
@@ -1157,6 +1196,15 @@ impl<E: Deref<Target = Evaluator>> Session<E> {
                 latency_us: 0.0,
                 normalized,
             }
+        } else if self.core.whole {
+            // Judged once more: a whole-mode session keeps the text, not
+            // the decision, which borrows from the evaluator.
+            let mut d = ev.evaluate_with(&self.core.buf, self.core.opts.normalize);
+            d.clean_text = match d.severity {
+                Some(Severity::Fatal) => BLOCKED_TEXT.to_string(),
+                _ => String::new(),
+            };
+            d
         } else {
             let triggers = self.core.spans.triggers(ev);
             let fatal = triggers.iter().any(|t| t.severity == Severity::Fatal);
@@ -1191,6 +1239,9 @@ impl<E: Deref<Target = Evaluator>> Session<E> {
     /// Whether the session matched through a view that differed from the
     /// text so far (SPEC §15).
     pub fn normalized(&self) -> bool {
+        if self.core.whole {
+            return self.core.whole_normalized;
+        }
         self.norm.as_ref().is_some_and(|n| n.changed)
     }
 }
@@ -1423,13 +1474,21 @@ impl<E: Deref<Target = Evaluator>> Drop for Session<E> {
 
 impl Core {
     fn new(ev: &Evaluator, opts: StreamOptions) -> Self {
-        let plan = Arc::clone(ev.live.get_or_init(|| Arc::new(LivePlan::new(ev))));
-        let live = ev
-            .live_caches
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .pop()
-            .unwrap_or_else(|| plan.caches());
+        let whole = !ev.native;
+        let plan = if whole {
+            Arc::new(LivePlan::empty())
+        } else {
+            Arc::clone(ev.live.get_or_init(|| Arc::new(LivePlan::new(ev))))
+        };
+        let pooled = if whole {
+            None
+        } else {
+            ev.live_caches
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .pop()
+        };
+        let live = pooled.unwrap_or_else(|| plan.caches());
         let caches = ev.idle_caches().pop().unwrap_or_else(|| ev.new_caches());
         let clears: Vec<usize> = live
             .0
@@ -1492,6 +1551,9 @@ impl Core {
             ws: WhitespaceScan::default(),
             #[cfg(test)]
             defer: true,
+            whole,
+            held_out: false,
+            whole_normalized: false,
         }
     }
 

@@ -11,12 +11,12 @@ pub mod report;
 
 pub use file::{Expect, ExpectedSeverity, Target, TestFile};
 
-use crate::builtins::HARD_RULES;
 use crate::compiler::{self, Entitlement};
 use crate::engine::{Decision, Evaluator};
 use crate::error::{ErrorName, Named};
 use crate::license::{LicenseArgs, LicenseError, VerifiedLicense};
 use crate::pack::{build_evaluator, load_pack_file};
+use crate::program::Program;
 use crate::Error;
 use serde_json::{json, Value};
 use std::collections::{HashMap, HashSet};
@@ -172,6 +172,8 @@ pub enum RuleSource {
     Rule,
     /// A built-in hard rule.
     Builtin,
+    /// A hard rule of a version-2 playbook's own (SPEC §16.3).
+    HardRule,
 }
 
 impl RuleSource {
@@ -180,18 +182,22 @@ impl RuleSource {
         match self {
             Self::Rule => "rule",
             Self::Builtin => "builtin",
+            Self::HardRule => "hard_rule",
         }
     }
 }
 
-fn all_rules(custom: impl Iterator<Item = String>) -> Vec<(String, RuleSource)> {
+fn all_rules(custom: impl Iterator<Item = String>, program: &Program) -> Vec<(String, RuleSource)> {
     custom
         .map(|id| (id, RuleSource::Rule))
-        .chain(
-            HARD_RULES
-                .iter()
-                .map(|h| (h.id.to_string(), RuleSource::Builtin)),
-        )
+        .chain(program.hard_rules.iter().map(|h| {
+            let source = if h.builtin {
+                RuleSource::Builtin
+            } else {
+                RuleSource::HardRule
+            };
+            (h.id.clone(), source)
+        }))
         .collect()
 }
 
@@ -267,7 +273,7 @@ impl Loader {
                     path: pack.clone(),
                     kind: "pack",
                     pack_id: loaded.pack_id,
-                    rules: all_rules(loaded.rules.into_iter().map(|r| r.id)),
+                    rules: all_rules(loaded.rules.into_iter().map(|r| r.id), &loaded.program),
                     evaluator: loaded.evaluator,
                 }
             }
@@ -283,12 +289,20 @@ impl Loader {
         let bytes = compiler::read_playbook(playbook)?;
         let compiled = compiler::compile_in_memory(&bytes, &name, Entitlement::PolicyTest)?;
         self.warnings.extend(compiled.warnings.iter().cloned());
-        let evaluator =
-            build_evaluator(&compiled.pack_id, &compiled.version, &compiled.rules, &name)?;
+        let evaluator = build_evaluator(
+            &compiled.pack_id,
+            &compiled.version,
+            &compiled.rules,
+            &compiled.program,
+            &name,
+        )?;
         Ok(Subject {
             path: playbook.to_path_buf(),
             kind: "playbook",
-            rules: all_rules(compiled.rules.iter().map(|r| r.id.clone())),
+            rules: all_rules(
+                compiled.rules.iter().map(|r| r.id.clone()),
+                &compiled.program,
+            ),
             pack_id: compiled.pack_id,
             evaluator: Arc::new(evaluator),
         })

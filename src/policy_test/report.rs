@@ -84,6 +84,7 @@ fn coverage_text(cov: &Coverage) -> String {
             match u.source {
                 RuleSource::Rule => "custom rule",
                 RuleSource::Builtin => "built-in hard rule",
+                RuleSource::HardRule => "hard rule",
             }
         ));
     }

@@ -16,8 +16,10 @@ fn subject(playbook: &str) -> Arc<Subject> {
     Arc::new(Subject {
         path: PathBuf::from("p.yaml"),
         kind: "playbook",
-        rules: all_rules(c.rules.iter().map(|r| r.id.clone())),
-        evaluator: Arc::new(build_evaluator(&c.pack_id, &c.version, &c.rules, "p.yaml").unwrap()),
+        rules: all_rules(c.rules.iter().map(|r| r.id.clone()), &c.program),
+        evaluator: Arc::new(
+            build_evaluator(&c.pack_id, &c.version, &c.rules, &c.program, "p.yaml").unwrap(),
+        ),
         pack_id: c.pack_id,
     })
 }

@@ -1,0 +1,221 @@
+use super::*;
+use crate::playbook::parse_document;
+use crate::rules::declarations;
+use crate::PlaybookError;
+
+fn problems(yaml: &str) -> Vec<String> {
+    let d = parse_document(yaml.as_bytes(), "p.yaml").unwrap();
+    match declarations(&d.doc, "p.yaml") {
+        Err(PlaybookError::Unsupported { problems, .. }) => problems,
+        other => panic!("expected Unsupported, got {other:?}"),
+    }
+}
+
+fn program(yaml: &str) -> Arc<Program> {
+    let d = parse_document(yaml.as_bytes(), "p.yaml").unwrap();
+    declarations(&d.doc, "p.yaml").unwrap().program
+}
+
+const HEAD: &str = "schema_version: 2\npack_id: custom.t.v1\n";
+
+#[test]
+fn schema_version_is_one_or_two() {
+    assert_eq!(program("pack_id: p\n").schema, Schema::V1);
+    assert_eq!(
+        program("pack_id: p\nschema_version: 1\n").schema,
+        Schema::V1
+    );
+    assert_eq!(program(HEAD).schema, Schema::V2);
+    for bad in ["3", "'2'", "2.5", "[2]"] {
+        assert_eq!(
+            problems(&format!("pack_id: p\nschema_version: {bad}\n")),
+            vec!["`schema_version`: unsupported value (supported: 1, the default, and 2)"],
+            "{bad}"
+        );
+    }
+}
+
+#[test]
+fn version_one_runs_the_builtins_and_version_two_only_what_it_declares() {
+    let v1 = program("pack_id: p\n");
+    assert!(v1.is_builtin());
+    assert_eq!(v1.codons.len(), 6);
+    let v2 = program(HEAD);
+    assert!(v2.codons.is_empty() && v2.hard_rules.is_empty());
+    assert!(!v2.is_builtin());
+    let named = program(&format!(
+        "{HEAD}codons: [{{code: PII_SSN_EXTRACT}}]\nhard_rules: [{{id: RULE-GLBA-SSN-BLOCK}}]\n"
+    ));
+    assert_eq!(named.codons[0].code, "PII_SSN_EXTRACT");
+    assert_eq!(named.hard_rules[0].reads, vec![0]);
+    assert!(named.hard_rules[0].builtin);
+}
+
+#[test]
+fn every_codon_problem_is_reported_at_once_by_place() {
+    let p = problems(&format!(
+        "{HEAD}codons:
+  - code: API_KEY
+    codon_type: extract_pattern
+    params: {{pattern: 'k-[0-9]+', group: 2, flagz: [X]}}
+    checksum: luhnn
+    min_entropy: 0
+    context: {{words: [], after: 5000, near: 3}}
+    binds_to: HasKey
+    remedy_template: ''
+    chekcsum: luhn
+  - code: api
+  - code: PII_SSN_EXTRACT
+    binds_to: has_ssn
+  - code: DUP
+    codon_type: extract_pattern
+    params: {{pattern: 'x(?=y)'}}
+    binds_to: x
+    remedy_template: '[X]'
+  - code: DUP
+"
+    ));
+    let want = [
+        "codons[0] (code `API_KEY`): unknown key `chekcsum` (keys: code, codon_type, kind, trigger, params, checksum, min_entropy, context, deny_list, binds_to, matches_field, remedy_template, description)",
+        "codons[0] (code `API_KEY`): `binds_to` `HasKey` must match [a-z][a-z0-9_]*",
+        "codons[0] (code `API_KEY`): `remedy_template` is not a non-empty string",
+        "codons[0] (code `API_KEY`): `checksum`: unknown validator `luhnn`",
+        "codons[0] (code `API_KEY`): `min_entropy` must be a number above 0",
+        "codons[0] (code `API_KEY`): unknown key `context.near` (keys: words, before, after)",
+        "codons[0] (code `API_KEY`): `context.words` must be a list of 1 to 1024 non-empty strings",
+        "codons[0] (code `API_KEY`): `context.after` must be an integer from 0 to 1024",
+        "codons[0] (code `API_KEY`): unknown key `params.flagz` (keys: pattern, flags, group)",
+        "codons[0] (code `API_KEY`): `params.group` 2 is not a capture group of the pattern (it has 0)",
+        "codons[1]: `code` `api` must match [A-Z][A-Z0-9_]*",
+        "codons[2] (code `PII_SSN_EXTRACT`): differs from the built-in codon PII_SSN_EXTRACT; declare it by `code` alone, or give your own codon another code",
+        "codons[3] (code `DUP`): `params.pattern` is not a valid regular expression: look-around",
+        "codons[4] (code `DUP`): declared twice, first at codons[3]",
+    ];
+    assert_eq!(p.len(), want.len(), "{p:#?}");
+    for (got, want) in p.iter().zip(want) {
+        assert!(got.starts_with(want), "got  {got}\nwant {want}");
+    }
+    // A problem never quotes a pattern.
+    assert!(p.iter().all(|m| !m.contains("k-[0-9]")));
+}
+
+#[test]
+fn hard_rule_problems_name_the_rule_and_the_part() {
+    let p = problems(&format!(
+        "{HEAD}rules:
+  - {{id: R1, type: regex, pattern: 'zz', action: block}}
+codons:
+  - {{code: K, codon_type: extract_pattern, params: {{pattern: 'k[0-9]+'}}, binds_to: has_k, matches_field: k_values, remedy_template: '[K]'}}
+hard_rules:
+  - {{id: A, condition: state.has_x, action: block_a, severity: fatal}}
+  - {{id: B, condition: not state.has_k, action: block_b, severity: fatal}}
+  - {{id: C, condition: 'len(state.k_values) >= 2', action: Block, severity: high, colour: red}}
+  - {{id: R1, condition: state.has_k, action: r, severity: warning}}
+  - {{id: RULE-GLBA-SSN-BLOCK, condition: state.has_k}}
+  - {{id: E, condition: 'len(state.has_k) > 1', action: e, severity: warning}}
+  - {{id: A, condition: state.has_k, action: a, severity: warning}}
+"
+    ));
+    let want = [
+        "hard_rules[0] (id `A`): `condition` reads `state.has_x`, which no codon binds (`binds_to`)",
+        "hard_rules[1] (id `B`): `condition` ",
+        "hard_rules[2] (id `C`): unknown key `colour`",
+        "hard_rules[2] (id `C`): `action` `Block` must match [a-z][a-z0-9_]*",
+        "hard_rules[2] (id `C`): unsupported severity `high` (supported: fatal, warning)",
+        "hard_rules[3] (id `R1`): `id` is also a custom rule's id",
+        "hard_rules[4] (id `RULE-GLBA-SSN-BLOCK`): differs from the built-in hard rule",
+        "hard_rules[5] (id `E`): `condition` reads `len(state.has_k)`, which is no codon's `matches_field`",
+        "hard_rules[6] (id `A`): declared twice, first at hard_rules[0]",
+    ];
+    assert_eq!(p.len(), want.len(), "{p:#?}");
+    for (got, want) in p.iter().zip(want) {
+        assert!(got.starts_with(want), "got  {got}\nwant {want}");
+    }
+}
+
+fn codon(yaml_tail: &str) -> Codon {
+    let p = program(&format!(
+        "{HEAD}codons:\n  - code: C\n    codon_type: extract_pattern\n    binds_to: c\n    remedy_template: '[C]'\n{yaml_tail}"
+    ));
+    p.codons[0].clone()
+}
+
+#[test]
+fn context_words_must_be_near_and_whole() {
+    let c = codon("    params: {pattern: '[0-9]{6}'}\n    context: {words: [pin, 'access code'], before: 12, after: 8}\n");
+    let judge = |text: &str| {
+        let s = text.find(|ch: char| ch.is_ascii_digit()).unwrap();
+        c.accepts(text, s, s + 6)
+    };
+    assert!(judge("my PIN is 123456"));
+    assert!(judge("123456 = pin"));
+    // `pin` ends past the 8 code points after the value.
+    assert!(!judge("123456 is my pin"));
+    // Exactly the 12 code points before the value.
+    assert!(judge("Access Code 123456"));
+    assert!(!judge("Access Code: 123456"));
+    // Too far before (more than 12 code points), or after past 8.
+    assert!(!judge("pin, as agreed, 123456"));
+    assert!(!judge("123456 was never the pin"));
+    // Touching a word character of the whole text.
+    assert!(!judge("spinning 123456"));
+    assert!(!judge("123456 pins"));
+    // Whole words of the text, not of the window: `xpin` is no `pin`.
+    assert!(!judge("xpin 123456"));
+    // Non-ASCII text around the value: code points, not bytes.
+    assert!(judge("PIN für ü 123456"));
+}
+
+#[test]
+fn entropy_deny_list_and_checksum_drop_values() {
+    assert!((entropy("aaaa") - 0.0).abs() < 1e-12);
+    assert!((entropy("abcd") - 2.0).abs() < 1e-12);
+    assert!((entropy("aabb") - 1.0).abs() < 1e-12);
+    let c = codon(
+        "    params: {pattern: '[a-z0-9]{8}'}\n    min_entropy: 2.5\n    deny_list: [abcdefgh]\n",
+    );
+    assert!(c.accepts("k9x2m4q7", 0, 8));
+    assert!(!c.accepts("aaaabbbb", 0, 8));
+    assert!(!c.accepts("abcdefgh", 0, 8));
+    let c = codon("    params: {pattern: '[0-9 ]{19}'}\n    checksum: luhn\n");
+    assert!(c.accepts("4111 1111 1111 1111", 0, 19));
+    assert!(!c.accepts("4111 1111 1111 1112", 0, 19));
+}
+
+#[test]
+fn groups_resolve_by_number_and_name() {
+    let c = codon("    params: {pattern: 'key=(?P<v>[a-z]+)', group: v}\n");
+    assert_eq!(c.group, Some(1));
+    let c = codon("    params: {pattern: '(a)(b)', group: 2}\n");
+    assert_eq!(c.group, Some(2));
+}
+
+#[test]
+fn the_manifest_operator_and_reads_follow_the_condition() {
+    let p = program(&format!(
+        "{HEAD}codons:
+  - {{code: A, codon_type: extract_pattern, params: {{pattern: 'a[0-9]'}}, binds_to: has_a, matches_field: a_values, remedy_template: '[A]'}}
+  - {{code: B, codon_type: extract_pattern, params: {{pattern: 'b[0-9]'}}, binds_to: has_b, remedy_template: '[B]'}}
+  - {{code: B2, codon_type: extract_pattern, params: {{pattern: 'c[0-9]'}}, binds_to: has_b, remedy_template: '[B]'}}
+hard_rules:
+  - {{id: H1, condition: state.has_a, action: h, severity: fatal}}
+  - {{id: H2, condition: state.has_a or state.has_b, action: h, severity: fatal}}
+  - {{id: H3, condition: state.has_a and state.has_b, action: h, severity: fatal}}
+  - {{id: H4, condition: 'len(state.a_values) >= 2', action: h, severity: fatal}}
+  - {{id: H5, condition: state.has_b and not state.has_a, action: h, severity: warning}}
+"
+    ));
+    let ops: Vec<&str> = p.hard_rules.iter().map(|h| h.operator.as_str()).collect();
+    assert_eq!(
+        ops,
+        ["is_true", "any_true", "all_true", "count_gte", "expression"]
+    );
+    let reads: Vec<Vec<usize>> = p.hard_rules.iter().map(|h| h.reads.clone()).collect();
+    assert_eq!(
+        reads,
+        [vec![0], vec![0, 1, 2], vec![0, 1, 2], vec![0], vec![1, 2]]
+    );
+    assert_eq!(p.hard_rules[4].factors, ["has_b", "has_a"]);
+    assert_eq!(p.count_fields_read(), ["a_values"]);
+    assert_eq!(p.hard_rules[0].reason, "Hard rule H1 matched");
+}
