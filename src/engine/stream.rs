@@ -761,7 +761,8 @@ struct RuleState {
     /// The cache's clear count the state ids above belong to.
     clears: usize,
     /// Whether a terminal check was made for a state (every byte and the
-    /// end lead to dead), for the few states threads end a push in.
+    /// end lead to dead), for the few states threads end a push in; sorted
+    /// by state.
     terminal: Vec<(LazyStateID, bool)>,
     /// Where matches may start that no search has looked for yet (lowest
     /// and highest such start): a thread that reached a match state and
@@ -1793,18 +1794,22 @@ impl Core {
                 && skipped.iter().any(|&b| rule.required[usize::from(b)]);
             (from + k, may_match)
         });
-        self.advance_with(i, from, to, skip, cache);
+        self.advance_with(i, from, to, skip, true, cache);
     }
 
     /// [`Self::advance`] with the rule's last non-inner byte in
     /// `buf[from..to]` (if any) already found, and whether the text up to it
-    /// may hold a match (a byte that can begin one and one it needs).
+    /// may hold a match (a byte that can begin one and one it needs);
+    /// `needed`: whether `buf[from..to]` may hold one of the rule's required
+    /// bytes (false only when a scan of the piece found none, so that the
+    /// e-mail codon's pieces of prose are not scanned again for an `@`).
     fn advance_with(
         &mut self,
         i: usize,
         from: usize,
         to: usize,
         skip: Option<(usize, bool)>,
+        needed: bool,
         cache: Option<&mut LazyCache>,
     ) {
         let defer = self.defers();
@@ -1828,16 +1833,18 @@ impl Core {
             match skip {
                 Some((last, _)) => {
                     may_match_deferred = required
-                        || bytes[from..=last]
-                            .iter()
-                            .any(|&b| rule.required[usize::from(b)]);
+                        || needed
+                            && bytes[from..=last]
+                                .iter()
+                                .any(|&b| rule.required[usize::from(b)]);
                 }
                 None if bytes[from..to].iter().all(|&b| rule.keep[usize::from(b)]) => {
                     // The run goes on: still live, still not simulated.
                     let required = required
-                        || bytes[from..to]
-                            .iter()
-                            .any(|&b| rule.required[usize::from(b)]);
+                        || needed
+                            && bytes[from..to]
+                                .iter()
+                                .any(|&b| rule.required[usize::from(b)]);
                     st.deferred = Some((at, required));
                     return;
                 }
@@ -1900,7 +1907,10 @@ impl Core {
                         .lead
                         .is_none_or(|l| lead_holds(&looks, l, rule.lead_ascii.as_ref(), bytes, j))
                 {
-                    let required = bytes[j..to].iter().any(|&b| rule.required[usize::from(b)]);
+                    // Bytes before this piece (a deferred thread replayed
+                    // from its start) are not covered by `needed`.
+                    let required = (needed || j < from)
+                        && bytes[j..to].iter().any(|&b| rule.required[usize::from(b)]);
                     st.deferred = Some((j, required));
                     break;
                 }
@@ -2026,7 +2036,8 @@ impl Core {
             rest &= rest - 1;
             let skip = (outer & rule_bit(i) != 0)
                 .then(|| (from + self.last_outer[i], may & rule_bit(i) != 0));
-            self.advance_with(i, from, to, skip, live.0[i].as_mut());
+            let needed = needs & rule_bit(i) != 0;
+            self.advance_with(i, from, to, skip, needed, live.0[i].as_mut());
         }
         if shared {
             for (i, cache) in live.0.iter_mut().enumerate().skip(63) {
@@ -2140,16 +2151,18 @@ impl Core {
         let mut flags = 0u64;
         let mut more: Vec<bool> = Vec::new();
         for (k, &(s, sid, matched)) in st.threads.iter().enumerate() {
-            let t = match st.terminal.iter().find(|e| e.0 == sid) {
-                Some(&(_, t)) => t,
-                None => {
+            // Sorted by state: a lookup at every push with threads costs a
+            // binary search, not a scan of up to MAX_TERMINAL_MEMO entries.
+            let t = match st.terminal.binary_search_by_key(&sid, |e| e.0) {
+                Ok(at) => st.terminal[at].1,
+                Err(at) => {
                     let t = is_terminal(dfa, cache, sid);
                     if cache.clear_count() != st.clears {
                         // Ids changed under us: keep everything (conservative).
                         return;
                     }
                     if st.terminal.len() < MAX_TERMINAL_MEMO {
-                        st.terminal.push((sid, t));
+                        st.terminal.insert(at, (sid, t));
                     }
                     t
                 }
@@ -2356,10 +2369,20 @@ impl Core {
 
     /// Drops released bytes once they are most of the buffer, keeping the
     /// last released character as look-behind context.
+    ///
+    /// Inlined check: it runs at every release, and drops bytes once in
+    /// hundreds of them.
+    #[inline]
     fn compact(&mut self) {
         if self.head < 4096 || self.head * 2 < self.buf.len() {
             return;
         }
+        self.drop_released();
+    }
+
+    /// [`Self::compact`]'s work, out of line.
+    #[inline(never)]
+    fn drop_released(&mut self) {
         let mut keep = self.head - 1;
         while !self.buf.is_char_boundary(keep) {
             keep -= 1;
@@ -2718,6 +2741,10 @@ fn step(
 /// Whether the word assertion `look` holds at `j` (the characters on both
 /// sides are known); ASCII neighbours are settled by `ascii` (the rule's
 /// table from [`ascii_lead`]) without Unicode tables.
+///
+/// Inlined: it runs at most starts of a word rule (once a piece for the
+/// e-mail codon), where a call cost more than the table lookup.
+#[inline]
 fn lead_holds(
     looks: &LookMatcher,
     look: Look,
@@ -2731,8 +2758,15 @@ fn lead_holds(
         Some(t) if next.is_ascii() && prev.is_none_or(|p| p.is_ascii()) => {
             t[usize::from(prev.is_some_and(is_word_byte))][usize::from(is_word_byte(next))]
         }
-        _ => looks.matches(look, bytes, j),
+        _ => lead_unicode(looks, look, bytes, j),
     }
+}
+
+/// [`lead_holds`] next to a non-ASCII character (or for an assertion
+/// without an ASCII table): out of line, so that the common case stays small.
+#[inline(never)]
+fn lead_unicode(looks: &LookMatcher, look: Look, bytes: &[u8], j: usize) -> bool {
+    looks.matches(look, bytes, j)
 }
 
 /// The class of a byte as the byte before a start, for
