@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::fill;
+use common::{fill, ENGLISH, MIXED, PII};
 use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
 use helixor::{check_declarations, parse_document, Evaluator, Normalize};
 
@@ -26,19 +26,6 @@ rules:
   - {id: aws_key, type: regex, pattern: '\bAKIA[0-9A-Z]{16}\b', action: block}
   - {id: gift_card, type: luhn_checksum, pattern: '\b\d{4}-\d{4}-\d{4}\b', action: redact}
 "#;
-
-const ENGLISH: &str = "The quarterly planning meeting moved to the large room on the third floor. \
-Please bring the draft roadmap, the notes from last week and any questions about the hiring plan. \
-We will review customer feedback, agree on priorities for the next release and assign owners. ";
-
-const MIXED: &str =
-    "Die Überprüfung der Verträge läuft; café crème für alle. 会議は午後三時に始まります。 \
-Señor Núñez enviará el informe mañana. 我们下周讨论预算和招聘计划。 Ещё раз спасибо за помощь. \
-Réunion à neuf heures, ordre du jour ci-joint. ";
-
-const PII: &str =
-    "SSN 123-45-6789, card 4111 1111 1111 1111, MRN: 12345678, mail jane.doe@example.com, \
-call (212) 555-0199 or 415.555.0123, host 192.168.10.20, ticket TCK-004211, acct ACCT-12345678. ";
 
 /// The PII line written to slip past matching as written (SPEC §15).
 const EVASIVE: &str = "SSN １２３-４５-６７８９, card ٤١١١ ١١١١ ١١١١ ١١١١, MRN: 1234\u{200D}5678, \

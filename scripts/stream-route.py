@@ -27,6 +27,7 @@ BIN is NAME=PATH (e.g. before=/tmp/base/helixor-pack). Sends only to
 
 import json
 import os
+import shutil
 import socket
 import statistics
 import subprocess
@@ -77,11 +78,16 @@ class Server:
         self.port = free_port()
         self.dir = f"/tmp/stream-route-{os.getpid()}-{name}"
         os.makedirs(self.dir, exist_ok=True)
+        # The example pack alone: a "before" binary older than SPEC §16
+        # refuses the demo's version-2 pack, as it should.
+        packs = os.path.join(self.dir, "packs")
+        os.makedirs(packs, exist_ok=True)
+        shutil.copy(f"{DEMO}/packs/regulatory_pii_guard.hxpack", packs)
         cfg = os.path.join(self.dir, "helixor.yaml")
         with open(cfg, "w") as f:
             f.write(
                 f"listen: 127.0.0.1:{self.port}\nlicense: {DEMO}/license.hxlic\n"
-                f"issuer_keys: {DEMO}/issuer-keys\npacks_dir: {DEMO}/packs\n"
+                f"issuer_keys: {DEMO}/issuer-keys\npacks_dir: {packs}\n"
                 f"default_pack: {PACK}\nreload:\n  watch: false\n{extra}"
             )
         env = {k: v for k, v in os.environ.items() if not k.startswith("HELIXOR_")}

@@ -142,19 +142,29 @@ impl Codon {
 
 /// Shannon entropy of `value` in bits per code point (0 for an empty value).
 pub fn entropy(value: &str) -> f64 {
-    let mut counts: HashMap<char, u32> = HashMap::new();
     let mut n = 0u32;
+    let mut ascii = [0u32; 128];
+    let mut other: Vec<(char, u32)> = Vec::new();
     for c in value.chars() {
-        *counts.entry(c).or_insert(0) += 1;
         n += 1;
+        match usize::try_from(u32::from(c)) {
+            Ok(k) if k < 128 => ascii[k] += 1,
+            _ => match other.iter_mut().find(|(o, _)| *o == c) {
+                Some((_, k)) => *k += 1,
+                None => other.push((c, 1)),
+            },
+        }
     }
     if n == 0 {
         return 0.0;
     }
     let total = f64::from(n);
-    counts
-        .values()
-        .map(|&k| {
+    ascii
+        .iter()
+        .copied()
+        .chain(other.iter().map(|&(_, k)| k))
+        .filter(|&k| k > 0)
+        .map(|k| {
             let p = f64::from(k) / total;
             -p * p.log2()
         })
@@ -179,8 +189,7 @@ fn context_holds(ctx: &Context, text: &str, s: usize, e: usize) -> bool {
         .char_indices()
         .nth(ctx.after)
         .map_or(text.len(), |(i, _)| e + i);
-    let windows = [(lo, s), (e, hi)];
-    windows
+    [(lo, s), (e, hi)]
         .iter()
         .filter(|(a, b)| a < b)
         .any(|&(a, b)| ctx.words.iter().any(|w| word_within(text, a, b, w)))
@@ -189,16 +198,30 @@ fn context_holds(ctx: &Context, text: &str, s: usize, e: usize) -> bool {
 /// Whether `word` occurs case-insensitively in `text[a..b]`, not touching a
 /// word character of `text` on either side.
 fn word_within(text: &str, a: usize, b: usize, word: &str) -> bool {
+    let Some(first) = word.chars().next() else {
+        return false;
+    };
     let window = &text[a..b];
-    for (off, _) in window.char_indices() {
+    // Byte comparisons only where both sides are ASCII: a non-ASCII
+    // character may lowercase to an ASCII one (the Kelvin sign to `k`).
+    let ascii = word.is_ascii() && window.is_ascii();
+    for (off, c) in window.char_indices() {
+        // Most positions fail on their first character: check it first.
+        if ascii && c.is_ascii() {
+            if !c.eq_ignore_ascii_case(&first) {
+                continue;
+            }
+        } else if c != first && !c.to_lowercase().eq(first.to_lowercase()) {
+            continue;
+        }
         let start = a + off;
-        let Some(end) = prefix_ci(&text[start..b], word).map(|n| start + n) else {
+        let Some(end) = prefix_ci(&text[start..b], word, ascii).map(|n| start + n) else {
             continue;
         };
         let before_ok = text[..start]
             .chars()
             .next_back()
-            .is_none_or(|c| !is_word_char(c) || !word.chars().next().is_some_and(is_word_char));
+            .is_none_or(|c| !is_word_char(c) || !is_word_char(first));
         let after_ok = text[end..].chars().next().is_none_or(|c| {
             !is_word_char(c) || !word.chars().next_back().is_some_and(is_word_char)
         });
@@ -211,7 +234,13 @@ fn word_within(text: &str, a: usize, b: usize, word: &str) -> bool {
 
 /// If `hay` starts with `word` ignoring case (code point by code point,
 /// simple lowercase), the byte length of that prefix of `hay`.
-fn prefix_ci(hay: &str, word: &str) -> Option<usize> {
+fn prefix_ci(hay: &str, word: &str, ascii: bool) -> Option<usize> {
+    if ascii {
+        // An ASCII word matches only ASCII bytes, which are whole characters.
+        let n = word.len();
+        let head = hay.as_bytes().get(..n)?;
+        return head.eq_ignore_ascii_case(word.as_bytes()).then_some(n);
+    }
     let mut h = hay.char_indices();
     for w in word.chars() {
         let (_, c) = h.next()?;

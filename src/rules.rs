@@ -600,7 +600,7 @@ mod tests {
                 seen += 1;
             }
         }
-        assert_eq!(seen, 11);
+        assert_eq!(seen, 12);
     }
 
     #[test]

@@ -219,3 +219,89 @@ hard_rules:
     assert_eq!(p.count_fields_read(), ["a_values"]);
     assert_eq!(p.hard_rules[0].reason, "Hard rule H1 matched");
 }
+
+fn evaluator(yaml: &str) -> crate::Evaluator {
+    crate::compile_in_memory(yaml.as_bytes(), "p.yaml", crate::Entitlement::PolicyTest)
+        .unwrap()
+        .evaluator()
+        .unwrap()
+}
+
+#[test]
+fn a_dropped_candidate_lets_no_overlapping_one_through() {
+    // `1234` fails Luhn; `34`, inside it, would pass: it is no candidate.
+    let e = evaluator(&format!(
+        "{HEAD}codons:
+  - {{code: N, codon_type: extract_pattern, params: {{pattern: '[0-9]{{2,4}}'}}, checksum: luhn, binds_to: has_n, remedy_template: '[N]'}}
+hard_rules:
+  - {{id: N-REDACT, condition: state.has_n, action: redact_n, severity: warning}}
+"
+    ));
+    assert_eq!(e.evaluate("1234").action, "permit_clean_payload");
+    let d = e.evaluate("ref 4242 and 1234");
+    assert_eq!(d.action, "redact_n");
+    assert_eq!(d.clean_text, "ref [N] and 1234");
+    assert_eq!(d.triggers[0].spans, vec![[4, 8]]);
+}
+
+#[test]
+fn the_group_is_the_value_and_hard_rules_read_counts() {
+    let e = evaluator(&format!(
+        "{HEAD}codons:
+  - {{code: K, codon_type: extract_pattern, params: {{pattern: 'key=(?P<v>[a-z0-9]+)', group: v}}, binds_to: has_k, matches_field: keys, remedy_template: '[K]'}}
+hard_rules:
+  - {{id: MANY, condition: 'len(state.keys) >= 2', action: block_many, severity: fatal}}
+  - {{id: ONE, condition: 'state.has_k and not len(state.keys) >= 2', action: redact_one, severity: warning, description: one key}}
+"
+    ));
+    let d = e.evaluate("use key=abc123 now");
+    assert_eq!((d.action, d.reason), ("redact_one", Some("one key")));
+    assert_eq!(d.clean_text, "use key=[K] now");
+    assert_eq!(d.triggers[0].codons, Some(vec!["K"]));
+    let json = serde_json::to_value(&d).unwrap();
+    assert_eq!(json["triggers"][0]["source"], "hard_rule");
+    let d = e.evaluate("key=a1 key=b2");
+    assert_eq!(d.action, "block_many");
+    assert_eq!(d.triggers.len(), 1);
+    assert_eq!(d.triggers[0].spans, vec![[4, 6], [11, 13]]);
+    // W(T), what an unblocked stream releases, replaces the FATAL values too.
+    assert_eq!(e.redacted_text("key=a1 key=b2"), "key=[K] key=[K]");
+    // A codon no firing hard rule reads is not redacted.
+    assert_eq!(e.redacted_text("nothing"), "nothing");
+}
+
+#[test]
+fn codons_are_priced_together_and_named() {
+    let mut yaml = format!("{HEAD}codons:\n");
+    for i in 0..10 {
+        yaml.push_str(&format!(
+            "  - {{code: X{i}, codon_type: extract_pattern, params: {{pattern: 'x'}}, binds_to: has_x, remedy_template: '[X]'}}\n"
+        ));
+    }
+    let p = problems(&yaml);
+    assert_eq!(p.len(), 1, "{p:#?}");
+    assert!(
+        p[0].starts_with(
+            "the pack's rules and codons together are too costly to evaluate (SPEC §11.4)"
+        ),
+        "{}",
+        p[0]
+    );
+    assert!(
+        p[0].contains(
+            "its costliest rules: codons[0] (code `X0`) (64 ns per byte), codons[1] (code `X1`)"
+        ),
+        "{}",
+        p[0]
+    );
+}
+
+#[test]
+fn context_case_folds_beyond_ascii() {
+    let c = codon("    params: {pattern: '[0-9]{6}'}\n    context: {words: [kod, 'straße']}\n");
+    // U+212A KELVIN SIGN lowercases to `k`; `STRASSE` is not `straße`
+    // (simple lowercase, code point by code point).
+    assert!(c.accepts("\u{212A}OD 123456", 6, 12));
+    assert!(c.accepts("Straße 123456", 8, 14));
+    assert!(!c.accepts("STRASSE 123456", 8, 14));
+}
