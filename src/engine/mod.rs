@@ -414,8 +414,7 @@ impl Evaluator {
         if !self.native {
             // A codon's values count only in the triggers of the hard rules
             // whose conditions hold (SPEC §16.3): W(T) replaces those.
-            let (_, redactions) = self.triggers_of(&found, |_| Vec::new());
-            let all: Vec<Spans<'_, '_>> = redactions.into_iter().map(|(r, _)| r).collect();
+            let (_, all) = self.triggers_of(&found, |_| Vec::new(), true);
             return redact(text, view.as_ref(), &all);
         }
         let sources: Vec<Spans<'_, '_>> = found
@@ -505,12 +504,7 @@ impl Evaluator {
             }
         };
 
-        let (triggers, redactions) = self.triggers_of(&found, original);
-        let warnings: Vec<Spans<'_, '_>> = redactions
-            .into_iter()
-            .filter(|&(_, fatal)| !fatal)
-            .map(|(r, _)| r)
-            .collect();
+        let (triggers, warnings) = self.triggers_of(&found, original, false);
         let clean = match deciding(&triggers).map(|i| triggers[i].severity) {
             Some(Severity::Fatal) => BLOCKED_TEXT.to_string(),
             Some(Severity::Warning) => redact(text, view, &warnings),
@@ -521,27 +515,27 @@ impl Evaluator {
 
     /// The triggers of the matches `found` (custom rules in file order,
     /// then hard rules whose conditions hold, SPEC §6.1, §16.3), their spans
-    /// converted by `original`, and every trigger's byte spans for the
-    /// §6.3 sweep, each with whether its trigger is FATAL.
+    /// converted by `original`, and the byte spans of the WARNING triggers
+    /// (of every trigger with `all`: W(T)) for the §6.3 sweep.
     fn triggers_of<'e, 'f>(
         &'e self,
         found: &'f [Vec<(usize, usize)>],
         original: impl Fn(&[(usize, usize)]) -> Vec<[usize; 2]>,
-    ) -> (Vec<Trigger<'e>>, Vec<(Spans<'f, 'e>, bool)>) {
+        all: bool,
+    ) -> (Vec<Trigger<'e>>, Vec<Spans<'f, 'e>>) {
         let mut triggers: Vec<Trigger<'_>> = Vec::new();
-        // Byte spans of every trigger for redaction, one sorted list per
-        // matcher, with its sweep key (trigger order, codon) and placeholder.
-        let mut redactions: Vec<(Spans<'_, '_>, bool)> = Vec::new();
+        // Byte spans to redact, one sorted list per matcher, with its sweep
+        // key (trigger order, codon) and placeholder.
+        let mut redactions: Vec<Spans<'_, '_>> = Vec::new();
         for (r, info) in self.rules.iter().enumerate() {
             let spans = &found[r];
             if spans.is_empty() {
                 continue;
             }
-            let t = triggers.len();
-            redactions.push((
-                (spans, (t, 0), info.placeholder.as_str()),
-                info.severity == Severity::Fatal,
-            ));
+            if all || info.severity == Severity::Warning {
+                let t = triggers.len();
+                redactions.push((spans, (t, 0), info.placeholder.as_str()));
+            }
             triggers.push(Trigger {
                 rule_id: &info.id,
                 source: Source::Rule,
@@ -584,10 +578,9 @@ impl Evaluator {
                 let codon = &program.codons[c];
                 codes.push(codon.code.as_str());
                 spans.extend_from_slice(m);
-                redactions.push((
-                    (m, (triggers.len(), c), codon.remedy_template.as_str()),
-                    hr.fatal,
-                ));
+                if all || !hr.fatal {
+                    redactions.push((m, (triggers.len(), c), codon.remedy_template.as_str()));
+                }
             }
             spans.sort_unstable();
             triggers.push(Trigger {
