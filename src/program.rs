@@ -362,22 +362,31 @@ impl Program {
         }
     }
 
-    /// Whether this is the example pack's own program (codons and hard rules
-    /// in its order, none changed): what the stream engine's liveness
-    /// tables are built for.
-    pub fn is_builtin(&self) -> bool {
-        self.codons.len() == builtins::CODONS.len()
-            && self.hard_rules.len() == builtins::HARD_RULES.len()
-            && self
-                .codons
+    /// Whether the incremental stream engine runs this program as it runs
+    /// the example pack's (SPEC §11.1): every codon's value is its whole
+    /// match (no group, no context: a value is judged on its own text once
+    /// the match is final), every codon is read by exactly one hard rule,
+    /// and every hard rule is a disjunction of boolean tests (`is_true`,
+    /// `any_true`), so it holds exactly when one of its codons matched and
+    /// each match is redacted or blocks by that rule. Any other program is
+    /// streamed whole (held, then judged at the end).
+    pub fn streams_natively(&self) -> bool {
+        let plain = self
+            .codons
+            .iter()
+            .all(|c| c.group.is_none() && c.context.is_none());
+        let disjunctions = self
+            .hard_rules
+            .iter()
+            .all(|h| matches!(h.operator, Operator::IsTrue | Operator::AnyTrue));
+        let read_once = (0..self.codons.len()).all(|c| {
+            self.hard_rules
                 .iter()
-                .zip(builtins::CODONS.iter())
-                .all(|(c, b)| c.builtin && c.code == b.code)
-            && self
-                .hard_rules
-                .iter()
-                .zip(builtins::HARD_RULES.iter())
-                .all(|(h, b)| h.builtin && h.id == b.id)
+                .filter(|h| h.reads.contains(&c))
+                .count()
+                == 1
+        });
+        plain && disjunctions && read_once
     }
 
     /// Resolves and checks one hard rule's condition against the codons.

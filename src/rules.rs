@@ -600,7 +600,7 @@ mod tests {
                 seen += 1;
             }
         }
-        assert_eq!(seen, 12);
+        assert_eq!(seen, 13);
     }
 
     #[test]

@@ -19,8 +19,9 @@ use std::sync::OnceLock;
 use helixor::fuzzing::PROBE_RULES;
 
 /// The built-in codons alone, the probe rules beside them, the example
-/// pack written as a version-2 playbook (the incremental engine runs it),
-/// and a version-2 pack of its own codons and conditions (held whole and
+/// pack written as a version-2 playbook and a version-2 pack of codons with
+/// checksums, entropy and deny lists (the incremental engine runs both),
+/// and a version-2 pack with groups, context and counts (held whole and
 /// judged at the end, `engine/stream/whole.rs`).
 fn evaluators() -> &'static [Evaluator] {
     static E: OnceLock<Vec<Evaluator>> = OnceLock::new();
@@ -42,14 +43,15 @@ fn evaluators() -> &'static [Evaluator] {
             })
             .collect();
         out.push(v2("tests/fixtures/regulatory_pii_guard_v2.yaml"));
+        out.push(v2("tests/fixtures/native_v2.yaml"));
         out.push(v2("config/demo/playbooks/credentials_guard.yaml"));
         out
     })
 }
 
-/// How many of [`evaluators`] release promptly (the whole-mode one holds
-/// everything to the end by design).
-const PROMPT: usize = 3;
+/// How many of [`evaluators`] release promptly (the whole-mode one, last,
+/// holds everything to the end by design).
+const PROMPT: usize = 4;
 
 fn cases() -> u32 {
     std::env::var("HELIXOR_STREAM_CASES")
@@ -80,6 +82,8 @@ fn token() -> impl Strategy<Value = String> {
         Just("DE88 3704 0044 0532 0130 00".to_string()),
         Just("password=S3cr3t!Passw0rd".to_string()),
         Just("password=changeme123".to_string()),
+        Just("ghp_abcdefghijklmnopqrstuvwxyz0123456789".to_string()),
+        Just("ghp_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa".to_string()),
         Just("aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY".to_string()),
         Just("x.yyy.z".to_string()),
         Just("@example.com and more".to_string()),
@@ -229,7 +233,7 @@ proptest! {
     #[test]
     fn releases_are_final_complete_and_block_only_on_final_fatal(
         prefix in text(), rest in text(), other in text(), sizes in cuts(),
-        which in 0usize..4, block in any::<bool>(), lookahead in prop_oneof![4 => Just(0usize), 1 => 1usize..40],
+        which in 0usize..5, block in any::<bool>(), lookahead in prop_oneof![4 => Just(0usize), 1 => 1usize..40],
         evasion in any::<bool>(),
     ) {
         let e = &evaluators()[which];
@@ -287,7 +291,7 @@ proptest! {
     /// `latency_us` is its own engine time.
     #[test]
     fn the_session_decides_as_evaluate_on_the_whole_text(
-        whole in text(), sizes in cuts(), which in 0usize..4, block in any::<bool>(),
+        whole in text(), sizes in cuts(), which in 0usize..5, block in any::<bool>(),
         lookahead in prop_oneof![4 => Just(0usize), 1 => 1usize..40],
         evasion in any::<bool>(), holdback in prop_oneof![4 => Just(65_536usize), 1 => 1usize..12],
     ) {
@@ -325,7 +329,7 @@ proptest! {
     #[test]
     fn evasion_decides_as_none_where_the_view_is_the_text(
         any_text in text(),
-        plain in proptest::collection::vec((plain_token(), plain_separator()), 0..10), which in 0usize..4,
+        plain in proptest::collection::vec((plain_token(), plain_separator()), 0..10), which in 0usize..5,
     ) {
         let e = &evaluators()[which];
         let plain: String = plain.iter().map(|(t, s)| format!("{t}{s}")).collect();

@@ -179,9 +179,9 @@ pub struct Evaluator {
     matchers: Vec<Matcher>,
     /// The codons and hard rules the pack runs (SPEC §6.1, §16).
     program: Arc<Program>,
-    /// Whether `program` is the example pack's own, which the stream
-    /// engine's liveness tables are built for; a stream of any other
-    /// program is judged whole at its end (see [`Session`]).
+    /// Whether the stream engine runs `program` incrementally
+    /// (`Program::streams_natively`); a stream of any other program is
+    /// judged whole at its end (see [`Session`]).
     native: bool,
     /// One automaton over every matcher's boundary-free form; `None` when it
     /// could not be built, and every matcher then runs on every payload.
@@ -264,7 +264,7 @@ impl Evaluator {
             pack_id: pack_id.to_string(),
             pack_version: pack_version.to_string(),
             matchers,
-            native: program.is_builtin(),
+            native: program.streams_natively(),
             program,
             filter,
             rules: infos,
@@ -658,6 +658,25 @@ impl Evaluator {
                 .iter()
                 .find(|h| h.id == t.rule_id)
                 .map_or("", |h| h.reason.as_str()),
+        }
+    }
+
+    /// Whether matcher `i`'s match `text[s..e]` counts: its validator, and
+    /// for a codon whose value is the whole match (what a natively
+    /// streamed program's codons are), the codon's checks on it.
+    fn accepts_match(&self, i: usize, text: &str, s: usize, e: usize) -> bool {
+        let Some(value) = text.get(s..e) else {
+            return false;
+        };
+        if !validate(self.matchers[i].validator, value) {
+            return false;
+        }
+        match i
+            .checked_sub(self.rules.len())
+            .and_then(|c| self.program.codons.get(c))
+        {
+            Some(codon) if codon.filters() => codon.accepts(text, s, e),
+            _ => true,
         }
     }
 

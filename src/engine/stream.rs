@@ -125,9 +125,7 @@
 use super::decision::{Decision, Source, Trigger, BLOCKED_TEXT};
 use super::normalize::{self, Normalize, Normalizer, ViewMap};
 use super::receipt::receipt_hash_of;
-use super::{validate, write_regions, Caches, Evaluator, Severity};
-use crate::builtins::CODONS;
-use crate::builtins::HARD_RULES;
+use super::{write_regions, Caches, Evaluator, Severity};
 
 mod whole;
 use crate::pattern::{NEST_LIMIT, PATTERN_SIZE_LIMIT};
@@ -297,7 +295,6 @@ pub(super) struct LivePlan {
 }
 
 struct SlotInfo {
-    id: &'static str,
     severity: Severity,
 }
 
@@ -354,16 +351,16 @@ impl LivePlan {
     fn new(ev: &Evaluator) -> Self {
         let rules: Vec<LiveRule> = ev.matchers.iter().map(LiveRule::new).collect();
         let base = ev.rules.len();
+        let hard = &ev.program.hard_rules;
+        // A natively streamed program has each codon read by exactly one
+        // hard rule (`Program::streams_natively`): its trigger slot.
         let slot = (0..ev.matchers.len())
             .map(|i| {
                 if i < base {
                     i
                 } else {
                     let c = i - base;
-                    base + HARD_RULES
-                        .iter()
-                        .position(|h| h.codons.contains(&c))
-                        .unwrap_or(0)
+                    base + hard.iter().position(|h| h.reads.contains(&c)).unwrap_or(0)
                 }
             })
             .collect();
@@ -374,11 +371,9 @@ impl LivePlan {
             .rules
             .iter()
             .map(|r| SlotInfo {
-                id: "",
                 severity: r.severity,
             })
-            .chain(HARD_RULES.iter().map(|h| SlotInfo {
-                id: h.id,
+            .chain(hard.iter().map(|h| SlotInfo {
                 severity: if h.fatal {
                     Severity::Fatal
                 } else {
@@ -2101,8 +2096,7 @@ impl Core {
                 mark(&mut st.dirty, st.p);
                 continue;
             }
-            let m = &ev.matchers[i];
-            if validate(m.validator, &self.buf[s..e]) {
+            if ev.accepts_match(i, &self.buf, s, e) {
                 let slot = self.plan.slot[i];
                 let (key, _) = ev.redaction_key(i);
                 let at = self.dropped;
@@ -2220,7 +2214,11 @@ impl Core {
     fn slot_id<'a>(&self, ev: &'a Evaluator, s: usize) -> &'a str {
         match ev.rules.get(s) {
             Some(r) => r.id.as_str(),
-            None => self.plan.slots[s].id,
+            None => ev
+                .program
+                .hard_rules
+                .get(s - ev.rules.len())
+                .map_or("", |h| h.id.as_str()),
         }
     }
 
@@ -2521,30 +2519,36 @@ impl SpanLog {
             });
         }
         let base = ev.rules.len();
-        for hr in &HARD_RULES {
+        for hr in &ev.program.hard_rules {
             let mut spans: Vec<MatchSpan> = Vec::new();
             let mut codes = Vec::new();
-            for &c in hr.codons {
+            for &c in &hr.reads {
                 let Some(m) = self.spans.get(base + c).filter(|m| !m.is_empty()) else {
                     continue;
                 };
-                codes.push(CODONS[c].code);
+                codes.push(ev.program.codons[c].code.as_str());
                 spans.extend_from_slice(m);
             }
+            // A natively streamed hard rule holds exactly when one of the
+            // codons it reads matched (a disjunction of positive tests).
             if spans.is_empty() {
                 continue;
             }
             // The whole-text evaluation sorts the view's spans, then maps them.
             spans.sort_unstable();
             triggers.push(Trigger {
-                rule_id: hr.id,
-                source: Source::Builtin,
+                rule_id: &hr.id,
+                source: if hr.builtin {
+                    Source::Builtin
+                } else {
+                    Source::HardRule
+                },
                 severity: if hr.fatal {
                     Severity::Fatal
                 } else {
                     Severity::Warning
                 },
-                action: hr.action,
+                action: &hr.action,
                 codons: Some(codes),
                 match_count: spans.len(),
                 spans: cps(&spans),
@@ -2558,10 +2562,11 @@ impl SpanLog {
 fn slot_action(ev: &Evaluator, s: usize) -> (&str, &str) {
     match ev.rules.get(s) {
         Some(r) => (r.action.as_str(), r.reason.as_str()),
-        None => {
-            let h = &HARD_RULES[s - ev.rules.len()];
-            (h.action, h.reason)
-        }
+        None => ev
+            .program
+            .hard_rules
+            .get(s - ev.rules.len())
+            .map_or(("", ""), |h| (h.action.as_str(), h.reason.as_str())),
     }
 }
 

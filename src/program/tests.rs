@@ -38,11 +38,11 @@ fn schema_version_is_one_or_two() {
 #[test]
 fn version_one_runs_the_builtins_and_version_two_only_what_it_declares() {
     let v1 = program("pack_id: p\n");
-    assert!(v1.is_builtin());
+    assert!(v1.streams_natively());
     assert_eq!(v1.codons.len(), 6);
     let v2 = program(HEAD);
     assert!(v2.codons.is_empty() && v2.hard_rules.is_empty());
-    assert!(!v2.is_builtin());
+    assert!(v2.streams_natively());
     let named = program(&format!(
         "{HEAD}codons: [{{code: PII_SSN_EXTRACT}}]\nhard_rules: [{{id: RULE-GLBA-SSN-BLOCK}}]\n"
     ));
@@ -304,4 +304,56 @@ fn context_case_folds_beyond_ascii() {
     assert!(c.accepts("\u{212A}OD 123456", 6, 12));
     assert!(c.accepts("Straße 123456", 8, 14));
     assert!(!c.accepts("STRASSE 123456", 8, 14));
+}
+
+#[test]
+fn which_programs_stream_natively() {
+    let codon = |code: &str, extra: &str| {
+        format!("  - {{code: {code}, codon_type: extract_pattern, params: {{pattern: '{code}[0-9]+'{extra}}}, binds_to: has_{}, matches_field: {}_values, remedy_template: '[X]'}}\n", code.to_lowercase(), code.to_lowercase())
+    };
+    let with = |codons: &str, rules: &str| {
+        program(&format!("{HEAD}codons:\n{codons}hard_rules:\n{rules}"))
+    };
+    let two = format!("{}{}", codon("A", ""), codon("B", ""));
+    let rule = |id: &str, cond: &str| {
+        format!("  - {{id: {id}, condition: '{cond}', action: x, severity: fatal}}\n")
+    };
+    assert!(with(&two, &rule("R", "state.has_a or state.has_b")).streams_natively());
+    assert!(with(
+        &two,
+        &format!(
+            "{}{}",
+            rule("R", "state.has_a"),
+            rule("S", "state.has_b == True")
+        )
+    )
+    .streams_natively());
+    // A codon no hard rule reads, or two read one codon.
+    assert!(!with(&two, &rule("R", "state.has_a")).streams_natively());
+    assert!(!with(
+        &two,
+        &format!(
+            "{}{}",
+            rule("R", "state.has_a or state.has_b"),
+            rule("S", "state.has_b")
+        )
+    )
+    .streams_natively());
+    // Conjunctions, counts, negations.
+    assert!(!with(&two, &rule("R", "state.has_a and state.has_b")).streams_natively());
+    assert!(!with(
+        &two,
+        &format!(
+            "{}{}",
+            rule("R", "len(state.a_values) >= 1"),
+            rule("S", "state.has_b")
+        )
+    )
+    .streams_natively());
+    // A group or a context makes the value depend on more than the match.
+    let grouped = format!(
+        "  - {{code: A, codon_type: extract_pattern, params: {{pattern: 'A([0-9]+)', group: 1}}, binds_to: has_a, remedy_template: '[X]'}}\n{}",
+        codon("B", "")
+    );
+    assert!(!with(&grouped, &rule("R", "state.has_a or state.has_b")).streams_natively());
 }
