@@ -484,6 +484,21 @@ pub fn inspect(
         report["rules"] = json!(pack.rules);
         report["actions"] = entry["actions"].clone();
         report["solvers"] = json!(pack.solvers);
+        if pack.program.schema == crate::program::Schema::V2 {
+            // What a version-2 pack runs (SPEC §16); never a pattern.
+            report["schema_version"] = json!(2);
+            report["codons"] = entry["codons"].clone();
+            report["hard_rules"] = json!(pack
+                .program
+                .hard_rules
+                .iter()
+                .map(|h| json!({
+                    "id": h.id,
+                    "severity": if h.fatal { "fatal" } else { "warning" },
+                    "action": h.action,
+                }))
+                .collect::<Vec<_>>());
+        }
     }
     if as_json {
         return write_out(out, &format!("{}\n", json_line(&report)));
@@ -514,6 +529,20 @@ pub fn inspect(
                 r["type"].as_str().unwrap_or_default(),
                 r["action"].as_str().unwrap_or_default()
             ));
+        }
+        if let Some(hard) = report["hard_rules"].as_array() {
+            text.push_str(&format!(
+                "schema_version: 2\ncodons:         {}\nhard rules:\n",
+                join_strings(&report["codons"])
+            ));
+            for h in hard {
+                text.push_str(&format!(
+                    "  - {} ({}, {})\n",
+                    h["id"].as_str().unwrap_or_default(),
+                    h["severity"].as_str().unwrap_or_default(),
+                    h["action"].as_str().unwrap_or_default()
+                ));
+            }
         }
     } else {
         text.push_str("loaded:         no (pass --license to open it)\n");

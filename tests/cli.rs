@@ -2756,3 +2756,116 @@ fn golden_reference_playbooks() {
         ["internal_project_code", "RULE-GDPR-CONTACT-REDACT"]
     );
 }
+
+/// SPEC §16 end to end through the binary: a version-2 playbook compiles,
+/// its pack runs exactly its codons and hard rules (not the built-ins),
+/// `inspect` names them without a pattern, `run --stream` holds and
+/// redacts, and a broken one lists every problem by place.
+#[test]
+fn a_version_two_playbook_compiles_runs_streams_and_is_inspected() {
+    let env = Env::new();
+    let lic = env.issue("lic_v2", &["--packs", "custom.*"]);
+    let playbook = r#"schema_version: 2
+pack_id: custom.bank.v1
+version: 1.0.0
+codons:
+  - code: IBAN
+    codon_type: extract_pattern
+    params: {pattern: '\b[A-Z]{2}[0-9]{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,3})?\b'}
+    checksum: iban
+    binds_to: has_iban
+    matches_field: ibans
+    remedy_template: "[REDACTED_IBAN]"
+hard_rules:
+  - {id: IBAN-BULK-BLOCK, condition: 'len(state.ibans) >= 2', action: block_bulk, severity: fatal}
+  - {id: IBAN-REDACT, condition: 'state.has_iban and len(state.ibans) < 2', action: redact_iban, severity: warning}
+"#;
+    let p = env.write("bank.yaml", playbook);
+    let pack = env.path("bank.hxpack");
+    env.compile(&p, &lic, &pack);
+    let run = |text: &str| {
+        env.ok_json(with(
+            args!["run", "--pack", &pack, "--text", text],
+            env.lic_args(&lic),
+        ))
+    };
+    let d = run("Refund to DE89 3704 0044 0532 0130 00 today, SSN 123-45-6789");
+    assert_eq!(d["action"], "redact_iban");
+    assert_eq!(d["reason"], "Hard rule IBAN-REDACT matched");
+    assert_eq!(
+        d["clean_text"],
+        "Refund to [REDACTED_IBAN] today, SSN 123-45-6789"
+    );
+    assert_eq!(
+        d["triggers"],
+        json!([{"rule_id": "IBAN-REDACT", "source": "hard_rule", "severity": "WARNING",
+                "action": "redact_iban", "codons": ["IBAN"], "match_count": 1, "spans": [[10, 37]]}])
+    );
+    assert_eq!(
+        run("DE88 3704 0044 0532 0130 00")["action"],
+        "permit_clean_payload"
+    );
+    assert_eq!(
+        run("DE89 3704 0044 0532 0130 00 or GB82 WEST 1234 5698 7654 32")["action"],
+        "block_bulk"
+    );
+
+    let v = env.ok_json(with(args!["inspect", &pack, "--json"], env.lic_args(&lic)));
+    assert_eq!(v["schema_version"], 2);
+    assert_eq!(v["codons"], json!(["IBAN"]));
+    assert_eq!(
+        v["hard_rules"],
+        json!([{"id": "IBAN-BULK-BLOCK", "severity": "fatal", "action": "block_bulk"},
+               {"id": "IBAN-REDACT", "severity": "warning", "action": "redact_iban"}])
+    );
+    assert_eq!(
+        v["actions"],
+        json!(["permit_clean_payload", "block_bulk", "redact_iban"])
+    );
+    let text = env.ok(with(args!["inspect", &pack], env.lic_args(&lic)));
+    assert!(
+        text.contains(
+            "codons:         IBAN\nhard rules:\n  - IBAN-BULK-BLOCK (fatal, block_bulk)\n"
+        ),
+        "{text}"
+    );
+    assert!(!text.contains("A-Z") && !v.to_string().contains("A-Z"));
+
+    // A stream of a pack with a count condition is judged whole at the end.
+    let out = env.ok_with(
+        &with(
+            args!["run", "--pack", &pack, "--stream"],
+            env.lic_args(&lic),
+        ),
+        &[],
+        Some(b"pay DE89 3704 0044 0532 0130 00 now\n"),
+    );
+    assert_eq!(out, "pay [REDACTED_IBAN] now\n");
+
+    let broken = env.write(
+        "broken.yaml",
+        &playbook
+            .replace("matches_field: ibans", "matches_field: ibanz")
+            .replace("checksum: iban", "checksum: ibann"),
+    );
+    let f = env.fails(
+        with(
+            args![
+                "compile",
+                "--playbook",
+                &broken,
+                "--out",
+                env.path("x.hxpack")
+            ],
+            env.lic_args(&lic),
+        ),
+        "UnsupportedPackDeclarationError",
+        3,
+    );
+    assert_eq!(f.problems.len(), 1, "{:?}", f.problems);
+    assert!(
+        f.problems[0].starts_with("codons[0] (code `IBAN`): `checksum`: unknown validator `ibann`"),
+        "{:?}",
+        f.problems
+    );
+}
