@@ -2844,7 +2844,7 @@ hard_rules:
 
     let broken = env.write(
         "broken.yaml",
-        &playbook
+        playbook
             .replace("matches_field: ibans", "matches_field: ibanz")
             .replace("checksum: iban", "checksum: ibann"),
     );
