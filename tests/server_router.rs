@@ -488,6 +488,15 @@ async fn probes_status_packs_and_metrics() {
     assert_eq!(packs.len(), 2);
     assert_eq!(packs[0]["pack_id"], PII_PACK);
     assert_eq!(packs[1]["rules"], 1);
+    // Version-1 packs run the example pack's six codons and four hard rules.
+    assert_eq!(
+        (
+            &packs[1]["schema_version"],
+            &packs[1]["codons"],
+            &packs[1]["hard_rules"]
+        ),
+        (&json!(1), &json!(6), &json!(4))
+    );
     // No key material anywhere.
     let license_text = std::fs::read_to_string(s.state.config.license.clone().unwrap()).unwrap();
     let lic_json: Value = serde_json::from_str(&license_text).unwrap();

@@ -80,6 +80,12 @@ fn packs_json(g: &Generation) -> Vec<Value> {
                 "name": p.name,
                 "sha256": p.sha256,
                 "rules": p.rules.len(),
+                "schema_version": match p.program.schema {
+                    crate::program::Schema::V1 => 1,
+                    crate::program::Schema::V2 => 2,
+                },
+                "codons": p.program.codons.len(),
+                "hard_rules": p.program.hard_rules.len(),
             })
         })
         .collect()
