@@ -363,18 +363,21 @@ impl Program {
     }
 
     /// Whether the incremental stream engine runs this program as it runs
-    /// the example pack's (SPEC §11.1): every codon's value is its whole
-    /// match (no group, no context: a value is judged on its own text once
-    /// the match is final), every codon is read by exactly one hard rule,
+    /// the example pack's (SPEC §11.1): every codon's value is settled when
+    /// its match is final (a group, a checksum, an entropy floor, a deny
+    /// list and a `context.before` window are; a `context.after` window is
+    /// not), every codon is read by exactly one hard rule,
     /// and every hard rule is a disjunction of boolean tests (`is_true`,
     /// `any_true`), so it holds exactly when one of its codons matched and
     /// each match is redacted or blocks by that rule. Any other program is
     /// streamed whole (held, then judged at the end).
     pub fn streams_natively(&self) -> bool {
+        // A group's span and the text before a value are known when the
+        // match is final; the text after it is not.
         let plain = self
             .codons
             .iter()
-            .all(|c| c.group.is_none() && c.context.is_none());
+            .all(|c| c.context.as_ref().is_none_or(|x| x.after == 0));
         let disjunctions = self
             .hard_rules
             .iter()

@@ -83,6 +83,8 @@ fn token() -> impl Strategy<Value = String> {
         Just("password=S3cr3t!Passw0rd".to_string()),
         Just("password=changeme123".to_string()),
         Just("ghp_abcdefghijklmnopqrstuvwxyz0123456789".to_string()),
+        Just("aws secret key=wJalrXUtnFEMI/K7MDENG/bPxRfiCYzQ3kLm9Tq2".to_string()),
+        Just("key=wJalrXUtnFEMI/K7MDENG/bPxRfiCYzQ3kLm9Tq2".to_string()),
         Just("ghp_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa".to_string()),
         Just("aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY".to_string()),
         Just("x.yyy.z".to_string()),
@@ -368,4 +370,46 @@ proptest! {
         prop_assert_eq!(released, text);
         prop_assert_eq!(s.held_chars(), 0);
     }
+}
+
+/// A codon's `context.before` window looks at text a session may already
+/// have released and dropped from its buffer (it drops released text past
+/// 4 KiB): the session keeps the widest window, so a value after long prose
+/// is judged as the whole text judges it, wherever the cuts fall.
+#[test]
+fn context_windows_survive_dropped_released_text() {
+    let e = &evaluators()[3];
+    let secret = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzQ3kLm9Tq2";
+    let mut checked = 0;
+    for prose in [4090usize, 4100, 6000, 8180, 8200, 12_000] {
+        for gap in [1usize, 20, 47, 60] {
+            let text = format!(
+                "{} aws secret{}key={secret} done.",
+                "lorem ipsum ".repeat(prose / 12),
+                " ".repeat(gap)
+            );
+            let want = e.redacted_text(&text);
+            // The word must lie within the 48 code points before the value.
+            assert_eq!(
+                want.contains("key=[REDACTED_AWS_SECRET] done."),
+                "aws secret".len() + gap + "key=".len() <= 48,
+                "{prose} {gap}"
+            );
+            for size in [1usize, 7, 16, 300] {
+                let mut s = e.stream(StreamOptions {
+                    block_on_fatal: false,
+                    ..StreamOptions::default()
+                });
+                let mut out = String::new();
+                let chars: Vec<char> = text.chars().collect();
+                for piece in chars.chunks(size) {
+                    out.push_str(&s.push(&piece.iter().collect::<String>()).text);
+                }
+                out.push_str(&s.finish().text);
+                assert_eq!(out, want, "prose {prose}, gap {gap}, pieces of {size}");
+                checked += 1;
+            }
+        }
+    }
+    assert_eq!(checked, 96);
 }

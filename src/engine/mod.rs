@@ -661,23 +661,53 @@ impl Evaluator {
         }
     }
 
-    /// Whether matcher `i`'s match `text[s..e]` counts: its validator, and
-    /// for a codon whose value is the whole match (what a natively
-    /// streamed program's codons are), the codon's checks on it.
-    fn accepts_match(&self, i: usize, text: &str, s: usize, e: usize) -> bool {
-        let Some(value) = text.get(s..e) else {
-            return false;
-        };
-        if !validate(self.matchers[i].validator, value) {
-            return false;
+    /// The value of matcher `i`'s match `text[s..e]` if it counts (what a
+    /// stream session commits): the match itself for a custom rule that
+    /// passes its validator, a codon's value (its group, through its
+    /// checks, SPEC §16.1) for a codon. `text` holds, before `s`, at least
+    /// [`Evaluator::context_chars`] code points or the start of the text.
+    fn value_of(
+        &self,
+        i: usize,
+        text: &str,
+        s: usize,
+        e: usize,
+        caches: &mut Caches,
+    ) -> Option<(usize, usize)> {
+        let m = &self.matchers[i];
+        if !validate(m.validator, text.get(s..e)?) {
+            return None;
         }
         match i
             .checked_sub(self.rules.len())
             .and_then(|c| self.program.codons.get(c))
         {
-            Some(codon) if codon.filters() => codon.accepts(text, s, e),
-            _ => true,
+            Some(codon) if codon.filters() => {
+                let mut caps = codon.group.map(|_| m.regex.create_captures());
+                value_span(
+                    codon,
+                    &m.regex,
+                    &mut caches.exact[i],
+                    caps.as_mut(),
+                    text,
+                    s,
+                    e,
+                )
+            }
+            _ => Some((s, e)),
         }
+    }
+
+    /// Code points of text a stream session keeps before its held text:
+    /// the widest `context.before` of the codons, and one more for the
+    /// word-character test at a context word's start.
+    fn context_chars(&self) -> usize {
+        self.program
+            .codons
+            .iter()
+            .filter_map(|c| c.context.as_ref().map(|x| x.before + 1))
+            .max()
+            .unwrap_or(0)
     }
 
     /// Every non-empty, validated match of matcher `i`, left to right,
@@ -774,22 +804,34 @@ fn values(
     let mut caps = codon.group.map(|_| re.create_captures());
     spans
         .into_iter()
-        .filter_map(|(s, e)| {
-            let (vs, ve) = match (codon.group, caps.as_mut()) {
-                (Some(g), Some(caps)) => {
-                    // The leftmost-first match that starts at `s` and ends
-                    // by `e` is the one found; look-around still sees the
-                    // whole text.
-                    let input = Input::new(text).range(s..e).anchored(Anchored::Yes);
-                    re.search_captures_with(cache, &input, caps);
-                    let span = caps.get_group(g)?;
-                    (span.start, span.end)
-                }
-                _ => (s, e),
-            };
-            (vs < ve && codon.accepts(text, vs, ve)).then_some((vs, ve))
-        })
+        .filter_map(|(s, e)| value_span(codon, re, cache, caps.as_mut(), text, s, e))
         .collect()
+}
+
+/// The value of the codon's match `text[s..e]`, if it counts: its group's
+/// span (with `caps`, the codon's captures) or the whole match, through
+/// the codon's checks.
+fn value_span(
+    codon: &crate::program::Codon,
+    re: &Regex,
+    cache: &mut Cache,
+    caps: Option<&mut regex_automata::util::captures::Captures>,
+    text: &str,
+    s: usize,
+    e: usize,
+) -> Option<(usize, usize)> {
+    let (vs, ve) = match (codon.group, caps) {
+        (Some(g), Some(caps)) => {
+            // The leftmost-first match that starts at `s` and ends by `e`
+            // is the one found; look-around still sees the whole text.
+            let input = Input::new(text).range(s..e).anchored(Anchored::Yes);
+            re.search_captures_with(cache, &input, caps);
+            let span = caps.get_group(g)?;
+            (span.start, span.end)
+        }
+        _ => (s, e),
+    };
+    (vs < ve && codon.accepts(text, vs, ve)).then_some((vs, ve))
 }
 
 /// The deciding trigger: the first FATAL one, else the first WARNING one.

@@ -886,6 +886,9 @@ struct Core {
     /// Whole mode: whether the final judgement matched through a view that
     /// differed from the text.
     whole_normalized: bool,
+    /// Code points kept before the held text beyond the look-behind
+    /// character, for codons' `context.before` windows.
+    context_chars: usize,
 }
 
 /// Where [`Core::whitespace_cut`] stands, in absolute offsets: the last L − 1
@@ -1550,6 +1553,7 @@ impl Core {
             whole,
             held_out: false,
             whole_normalized: false,
+            context_chars: ev.context_chars(),
         }
     }
 
@@ -2096,15 +2100,15 @@ impl Core {
                 mark(&mut st.dirty, st.p);
                 continue;
             }
-            if ev.accepts_match(i, &self.buf, s, e) {
+            if let Some((vs, ve)) = ev.value_of(i, &self.buf[..n], s, e, caches) {
                 let slot = self.plan.slot[i];
                 let (key, _) = ev.redaction_key(i);
                 let at = self.dropped;
-                self.pending.insert((at + s, Reverse(at + e), key, i));
+                self.pending.insert((at + vs, Reverse(at + ve), key, i));
                 let floor = (at + self.head, self.released_chars);
                 let ascii_from = self.last_non_ascii.map_or(0, |k| k + 1);
                 self.spans
-                    .commit(i, (at + s, at + e), (&self.buf, at, ascii_from), floor);
+                    .commit(i, (at + vs, at + ve), (&self.buf, at, ascii_from), floor);
                 self.fired[slot] = true;
                 fatal |= self.plan.slots[slot].severity == Severity::Fatal;
             }
@@ -2384,6 +2388,16 @@ impl Core {
         let mut keep = self.head - 1;
         while !self.buf.is_char_boundary(keep) {
             keep -= 1;
+        }
+        // Codons with a `context` look back at released text: keep the
+        // widest window's code points too.
+        if self.context_chars > 0 {
+            keep = self.buf[..keep]
+                .char_indices()
+                .rev()
+                .take(self.context_chars)
+                .last()
+                .map_or(keep, |(k, _)| k);
         }
         let shift = keep;
         self.buf.drain(..shift);
