@@ -50,12 +50,12 @@
 //!   consumes any other byte dies or settles, so every match that starts
 //!   before the last such byte of a piece (a space, for the e-mail codon)
 //!   also ends before it, and only the text after it is simulated. One
-//!   backward and one forward pass over each piece find that byte for
-//!   every rule at once. Every byte of a match is inner, so a match also
-//!   needs a run of inner bytes as long as the rule's shortest match
-//!   (regex-syntax's `minimum_len`): short skipped text without one (a
-//!   piece of prose with a date in it, for the card codon's 16 digits)
-//!   needs no look at all;
+//!   forward pass over a piece of up to 64 bytes (two, one backward, over
+//!   a longer one) finds that byte for every rule at once. Every byte of
+//!   a match is inner, so a match also needs a run of inner bytes as long
+//!   as the rule's shortest match (regex-syntax's `minimum_len`): short
+//!   skipped text without one (a piece of prose with a date in it, for the
+//!   card codon's 16 digits) needs no look at all;
 //! - a rule's *keep* bytes (ASCII, found at load) are those that keep every
 //!   fresh partial match live and undecided, whatever their order: from any
 //!   start, any run of them leads to a state that is not dead, not a match
@@ -1932,10 +1932,11 @@ impl Core {
         true
     }
 
-    /// [`Self::advance`] for every rule over `buf[from..to]`, with two
-    /// passes over the bytes for the first 64 rules at once: one backwards
-    /// for each rule's last non-inner byte, one forwards for the bytes that
-    /// can begin and that complete a match before it. Returns the rules it
+    /// [`Self::advance`] for every rule over `buf[from..to]`, with one
+    /// forward pass over the bytes for the first 64 rules at once (two for
+    /// a piece longer than [`ONE_PASS_MAX`], see [`Self::two_passes`]): each
+    /// rule's last non-inner byte, and the bytes that can begin and that
+    /// complete a match before it. Returns the rules it
     /// looked at: those with threads and those the bytes can start (no
     /// other rule has anything to simulate).
     fn advance_all(&mut self, from: usize, to: usize, live: &mut LiveCaches) -> u64 {
