@@ -50,12 +50,12 @@
 //!   consumes any other byte dies or settles, so every match that starts
 //!   before the last such byte of a piece (a space, for the e-mail codon)
 //!   also ends before it, and only the text after it is simulated. One
-//!   backward and one forward pass over each piece find that byte for
-//!   every rule at once. Every byte of a match is inner, so a match also
-//!   needs a run of inner bytes as long as the rule's shortest match
-//!   (regex-syntax's `minimum_len`): short skipped text without one (a
-//!   piece of prose with a date in it, for the card codon's 16 digits)
-//!   needs no look at all;
+//!   forward pass over a piece of up to 64 bytes (two, one backward, over
+//!   a longer one) finds that byte for every rule at once. Every byte of
+//!   a match is inner, so a match also needs a run of inner bytes as long
+//!   as the rule's shortest match (regex-syntax's `minimum_len`): short
+//!   skipped text without one (a piece of prose with a date in it, for the
+//!   card codon's 16 digits) needs no look at all;
 //! - a rule's *keep* bytes (ASCII, found at load) are those that keep every
 //!   fresh partial match live and undecided, whatever their order: from any
 //!   start, any run of them leads to a state that is not dead, not a match
@@ -161,6 +161,9 @@ const LIVE_CACHE_BYTES: usize = 1 << 20;
 /// Skipped text that may hold a match is simulated below this many bytes
 /// (a few transitions a byte) and left to one exact search above it.
 const SIMULATE_BELOW: usize = 64;
+/// Pieces up to this many bytes take one pass in [`Core::advance_all`]
+/// (16 code points are at most 64 bytes; `Core::scratch` holds 65 entries).
+const ONE_PASS_MAX: usize = 64;
 /// Idle session buffers an evaluator keeps, and the largest kept.
 const MAX_IDLE_BUFS: usize = 4;
 const MAX_IDLE_BUF_BYTES: usize = 2 << 20;
@@ -1928,10 +1931,11 @@ impl Core {
         true
     }
 
-    /// [`Self::advance`] for every rule over `buf[from..to]`, with two
-    /// passes over the bytes for the first 64 rules at once: one backwards
-    /// for each rule's last non-inner byte, one forwards for the bytes that
-    /// can begin and that complete a match before it. Returns the rules it
+    /// [`Self::advance`] for every rule over `buf[from..to]`, with one
+    /// forward pass over the bytes for the first 64 rules at once (two for
+    /// a piece longer than [`ONE_PASS_MAX`], see [`Self::two_passes`]): each
+    /// rule's last non-inner byte, and the bytes that can begin and that
+    /// complete a match before it. Returns the rules it
     /// looked at: those with threads and those the bytes can start (no
     /// other rule has anything to simulate).
     fn advance_all(&mut self, from: usize, to: usize, live: &mut LiveCaches) -> u64 {
@@ -1939,8 +1943,99 @@ impl Core {
         let count = self.rules.len();
         let buf = self.buf.as_bytes();
         let bytes = &buf[from..to];
-        // The class of the byte before `bytes[k]`, as `lead_holds` sees it.
+        // The class of the byte before the piece, as `lead_holds` sees it.
         let before = from.checked_sub(1).map_or(0, |k| class_of(buf[k]));
+        // A short piece (the server's 16 code points are at most 64 bytes)
+        // takes one forward pass that also records each byte's non-inner
+        // rules (in `scratch`): a rule's last non-inner byte is then looked
+        // up only for the few rules simulated. A long one takes two passes,
+        // which stop early and need no room per byte.
+        let one_pass = bytes.len() <= ONE_PASS_MAX;
+        let (starts, needs, outer, tail, may) = if one_pass {
+            // Per byte: the rules it can start (`f`, with the word
+            // assertion) and those for which it is not inner (`o`). `tail`
+            // keeps the rules started after their last non-inner byte so
+            // far; `may` gathers those with a starting and a required byte
+            // up to one of their non-inner bytes (both grow with the text,
+            // so up to the last one). A rule without a non-inner byte that
+            // the piece can start is in `tail`, so `outer` is left to the
+            // lookup (all rules may have one).
+            let (mut starts, mut needs, mut tail, mut may, mut c) =
+                (0u64, 0u64, 0u64, 0u64, before);
+            for (slot, &b) in self.scratch.iter_mut().zip(bytes) {
+                let k = usize::from(b);
+                let f = plan.first_mask[c][k];
+                let inner = plan.inner_mask[k];
+                starts |= f;
+                needs |= plan.required_mask[k];
+                may |= starts & needs & !inner;
+                tail = (tail | f) & inner;
+                slot.1 = !inner;
+                c = class_of(b);
+            }
+            (starts, needs, u64::MAX, tail, may)
+        } else {
+            self.two_passes(from, to, before)
+        };
+        let active = self.threaded | starts;
+        if active == 0 {
+            return 0;
+        }
+        // Past 64 rules, the last bit stands for every rule from the 64th
+        // on: those are advanced one by one.
+        let (exact, shared) = if count > 64 {
+            (active & !rule_bit(63), active & rule_bit(63) != 0)
+        } else {
+            (active, false)
+        };
+        let outer = outer & exact;
+        // A rule without threads, with no match possible before its last
+        // non-inner byte and no start after it, has nothing to simulate.
+        let idle = exact & !self.threaded & outer & !may & !tail;
+        let mut rest = exact & !idle;
+        while rest != 0 {
+            let i = rest.trailing_zeros() as usize;
+            rest &= rest - 1;
+            let bit = rule_bit(i);
+            let last = if outer & bit == 0 {
+                None
+            } else if one_pass {
+                self.scratch[..to - from]
+                    .iter()
+                    .rposition(|&(_, o)| o & bit != 0)
+            } else {
+                Some(self.last_outer[i])
+            };
+            let skip = last.map(|k| (from + k, may & bit != 0));
+            let needed = needs & bit != 0;
+            let cache = live.0[i].as_mut();
+            if let (Some((last, false)), false) = (skip, needed) {
+                if self.reopen_word(i, last, to, cache.as_deref()) {
+                    continue;
+                }
+            }
+            self.advance_with(i, from, to, skip, needed, cache);
+        }
+        if shared {
+            for (i, cache) in live.0.iter_mut().enumerate().skip(63) {
+                self.advance(i, from, to, cache.as_mut());
+            }
+        }
+        active & !idle
+    }
+
+    /// [`Self::advance_all`]'s look at a long piece, in two passes over
+    /// the bytes for the first 64 rules at once: one forwards for the rules
+    /// the piece can start and has required bytes for (it stops once every
+    /// rule has both), one backwards for each rule's last non-inner byte
+    /// (kept in `last_outer`) and the rules that a byte after it can start.
+    /// Returns the rules the piece can start, those it has required bytes
+    /// for, those with a non-inner byte, those started after their last
+    /// one, and those that may have a match before it.
+    fn two_passes(&mut self, from: usize, to: usize, before: usize) -> (u64, u64, u64, u64, u64) {
+        let plan = &*self.plan;
+        let count = self.rules.len();
+        let bytes = &self.buf.as_bytes()[from..to];
         let class_before = |k: usize| k.checked_sub(1).map_or(before, |k| class_of(bytes[k]));
         // Every rule's bit: a long piece stops being looked at once each
         // rule can start in it and has its required bytes there.
@@ -1965,14 +2060,12 @@ impl Core {
         }
         let active = self.threaded | starts;
         if active == 0 {
-            return 0;
+            return (0, needs, 0, 0, 0);
         }
-        // Past 64 rules, the last bit stands for every rule from the 64th
-        // on: those are advanced one by one.
-        let (exact, shared) = if count > 64 {
-            (active & !rule_bit(63), active & rule_bit(63) != 0)
+        let exact = if count > 64 {
+            active & !rule_bit(63)
         } else {
-            (active, false)
+            active
         };
         // Backwards: each rule's last non-inner byte, and the rules that a
         // byte after it can start. Every byte writes its (position, rules)
@@ -2026,24 +2119,44 @@ impl Core {
                 may |= first & required & hit;
             }
         }
-        // A rule without threads, with no match possible before its last
-        // non-inner byte and no start after it, has nothing to simulate.
-        let idle = exact & !self.threaded & outer & !may & !tail;
-        let mut rest = exact & !idle;
-        while rest != 0 {
-            let i = rest.trailing_zeros() as usize;
-            rest &= rest - 1;
-            let skip = (outer & rule_bit(i) != 0)
-                .then(|| (from + self.last_outer[i], may & rule_bit(i) != 0));
-            let needed = needs & rule_bit(i) != 0;
-            self.advance_with(i, from, to, skip, needed, live.0[i].as_mut());
+        (starts, needs, outer, tail, may)
+    }
+
+    /// Rule `i` in the common case of a word of prose cut across pieces
+    /// (the e-mail codon at every piece): no threads, the piece has a
+    /// non-inner byte at `last` with no match possible before it (no
+    /// required byte in the piece, none in a deferred thread's run), and
+    /// only keep bytes after it. Every thread then settles at `last`
+    /// matchless, and a thread is deferred at the first start after it,
+    /// all without a transition: what [`Self::advance_with`] does in this
+    /// case, without its set-up. Returns false, having changed nothing,
+    /// outside this case.
+    fn reopen_word(&mut self, i: usize, last: usize, to: usize, cache: Option<&LazyCache>) -> bool {
+        let defer = self.defers();
+        let rule = &self.plan.rules[i];
+        let st = &mut self.rules[i];
+        let bytes = self.buf.as_bytes();
+        if !(rule.defers && defer)
+            || rule.dfa.is_none()
+            || cache.is_none_or(|c| c.clear_count() != st.clears)
+            || !st.threads.is_empty()
+            || st.deferred.is_some_and(|(_, required)| required)
+            || !bytes[last + 1..to]
+                .iter()
+                .all(|&b| rule.keep[usize::from(b)])
+        {
+            return false;
         }
-        if shared {
-            for (i, cache) in live.0.iter_mut().enumerate().skip(63) {
-                self.advance(i, from, to, cache.as_mut());
-            }
-        }
-        active & !idle
+        let looks = LookMatcher::new();
+        st.deferred = (last + 1..to)
+            .find(|&j| {
+                rule.can_start(bytes[j])
+                    && rule
+                        .lead
+                        .is_none_or(|l| lead_holds(&looks, l, rule.lead_ascii.as_ref(), bytes, j))
+            })
+            .map(|j| (j, false));
+        true
     }
 
     /// The earliest start from which rule `i` could still match.
