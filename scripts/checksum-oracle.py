@@ -38,6 +38,16 @@ from stdnum.iso7064 import mod_11_2, mod_11_10, mod_97_10
 from stdnum.it import codicefiscale
 from stdnum.pl import pesel
 from stdnum.us import rtn
+from stdnum.au import tfn
+from stdnum.de import idnr
+from stdnum.de import vat as de_vat
+from stdnum.fr import nir
+from stdnum.in_ import aadhaar, gstin
+from stdnum.it import iva
+from stdnum.jp import in_ as jp_in
+from stdnum.kr import rrn
+from stdnum.nl import bsn
+from stdnum.pl import nip
 
 SEED = 20260216
 SEPARATORS = " -./"
@@ -279,6 +289,129 @@ def npi_oracle(v: str) -> bool:
     return v.isascii() and v.isdigit() and len(v) == 10 and luhn.is_valid("80840" + v)
 
 
+def gen_fr_nir(rng):
+    sex = rng.choice("12")
+    year = rand_digits(rng, 2)
+    month = f"{rng.randint(1, 12):02d}"
+    dept = rng.choice(["2A", "2B"]) if rng.random() < 0.15 else f"{rng.randint(1, 95):02d}"
+    body = sex + year + month + dept + rand_digits(rng, 6)
+    return body + nir.calc_check_digits(body)
+
+
+def fr_nir_spec(v: str) -> bool:
+    """stdnum.fr.nir on SPEC's compact form (ASCII only)."""
+    return v.isascii() and nir.is_valid(v)
+
+
+def gen_kr_rrn(rng):
+    d = datetime.date.fromordinal(rng.randint(datetime.date(1900, 1, 1).toordinal(),
+                                              datetime.date(2024, 12, 31).toordinal()))
+    century = rng.choice("12" if d.year < 2000 else "34")
+    body = d.strftime("%y%m%d") + century + f"{rng.randint(0, 96):02d}" + rand_digits(rng, 3)
+    return body + rrn.calc_check_digit(body)
+
+
+def kr_rrn_spec(v: str) -> bool:
+    """stdnum.kr.rrn's check digit alone: its birth date and place-of-birth
+    tests are not SPEC's."""
+    return ascii_digits(v) and len(v) == 13 and rrn.calc_check_digit(v[:-1]) == v[-1]
+
+
+def gen_jp_my_number(rng):
+    body = rand_digits(rng, 11)
+    return body + jp_in.calc_check_digit(body)
+
+
+GSTIN_ALPHABET = DIGITS + UPPER
+
+
+def gen_gstin(rng):
+    pan = ("".join(rng.choice(UPPER) for _ in range(3)) + rng.choice("ABCFGHLJPTK")
+           + rng.choice(UPPER) + f"{rng.randint(1, 9999):04d}" + rng.choice(UPPER))
+    body = f"{rng.randint(1, 37):02d}" + pan + rng.choice(GSTIN_ALPHABET[1:]) + "Z"
+    return body + luhn.calc_check_digit(body, GSTIN_ALPHABET)
+
+
+def gstin_spec(v: str) -> bool:
+    return v.isascii() and gstin.is_valid(v)
+
+
+def gen_until(valid, n):
+    """Random n-digit values until `valid` takes one (a tenth or so pass)."""
+    def gen(rng):
+        while True:
+            v = rand_digits(rng, n)
+            if valid(v):
+                return v
+    return gen
+
+
+def weighted_spec(weights, modulus, remainder=0):
+    """SPEC's weighted form: exactly len(weights) ASCII digits, the sum."""
+    def spec(v: str) -> bool:
+        return (ascii_digits(v) and len(v) == len(weights)
+                and sum(w * int(d) for w, d in zip(weights, v)) % modulus == remainder)
+    return spec
+
+
+BSN_WEIGHTS = [9, 8, 7, 6, 5, 4, 3, 2, 10]
+TFN_WEIGHTS = [1, 4, 3, 7, 5, 8, 6, 9, 10]
+MEDICARE_WEIGHTS = [1, 3, 7, 9, 1, 3, 7, 9, 9, 0]
+NIP_WEIGHTS = [6, 5, 7, 2, 3, 4, 5, 6, 7, 10]
+
+
+def medicare_published(v: str) -> bool:
+    """The Australian Medicare card number's check digit as Services
+    Australia publishes it (stdnum has no Medicare module): ten digits, the
+    ninth (Σ of the first eight weighted 1, 3, 7, 9, 1, 3, 7, 9) mod 10, the
+    tenth the card's issue number (not checked). The first digit (2-6) is
+    the pack's pattern's, not the checksum's."""
+    return (ascii_digits(v) and len(v) == 10
+            and sum(w * int(d) for w, d in zip([1, 3, 7, 9, 1, 3, 7, 9], v)) % 10 == int(v[8]))
+
+
+def gen_medicare(rng):
+    body = str(rng.randint(2, 6)) + rand_digits(rng, 7)
+    check = sum(w * int(d) for w, d in zip([1, 3, 7, 9, 1, 3, 7, 9], body)) % 10
+    return body + str(check) + str(rng.randint(1, 9))
+
+
+def gen_idnr(rng):
+    """A German tax id: 10 digits, not starting with 0, exactly one digit
+    twice or three times, then the ISO 7064 MOD 11,10 check digit."""
+    while True:
+        digits = list(DIGITS)
+        rng.shuffle(digits)
+        times = rng.choice([2, 3])
+        body = digits[:11 - times]  # distinct digits
+        body += [body[0]] * (times - 1)
+        rng.shuffle(body)
+        body = "".join(body)
+        if body[0] != "0":
+            v = body + mod_11_10.calc_check_digit(body)
+            if idnr.is_valid(v):
+                return v
+
+
+def gen_de_vat(rng):
+    body = str(rng.randint(1, 9)) + rand_digits(rng, 7)
+    return body + mod_11_10.calc_check_digit(body)
+
+
+def gen_it_iva(rng):
+    office = rng.choice([f"{rng.randint(1, 100):03d}", "120", "121", "888", "999"])
+    body = f"{rng.randint(1, 9999999):07d}" + office
+    return body + luhn.calc_check_digit(body)
+
+
+def gen_aadhaar(rng):
+    while True:
+        body = str(rng.randint(2, 9)) + rand_digits(rng, 10)
+        v = body + verhoeff.calc_check_digit(body)
+        if aadhaar.is_valid(v):
+            return v
+
+
 VALIDATORS = [
     # (checksum, oracle name, oracle verdict, SPEC verdict, generator, case-insensitive)
     ("luhn", "stdnum.luhn", luhn.is_valid, luhn_spec, gen_luhn, False),
@@ -304,6 +437,34 @@ VALIDATORS = [
      codice_fiscale_spec, gen_codice_fiscale, True),
     ("npi", "stdnum.luhn over '80840' + the value (stdnum has no NPI module)",
      npi_oracle, None, gen_npi, False),
+    ("fr_nir", "stdnum.fr.nir", nir.is_valid, fr_nir_spec, gen_fr_nir, True),
+    ("kr_rrn", "stdnum.kr.rrn", rrn.is_valid, kr_rrn_spec, gen_kr_rrn, False),
+    ("jp_my_number", "stdnum.jp.in_", jp_in.is_valid,
+     lambda v: ascii_digits(v) and jp_in.is_valid(v), gen_jp_my_number, False),
+    ("in_gstin", "stdnum.in_.gstin", gstin.is_valid, gstin_spec, gen_gstin, True),
+]
+
+# The curated packs' (packs/*.yaml) other identifiers, expressed with the
+# validators above: each expression against the stdnum module of the
+# identifier (or the published algorithm where stdnum has none). The label
+# of an expression is its oracle.
+EXPRESSIONS = [
+    ({"weights": BSN_WEIGHTS, "modulus": 11, "remainder": 0}, "stdnum.nl.bsn", bsn.is_valid,
+     weighted_spec(BSN_WEIGHTS, 11), gen_until(bsn.is_valid, 9), False),
+    ({"weights": TFN_WEIGHTS, "modulus": 11, "remainder": 0}, "stdnum.au.tfn", tfn.is_valid,
+     weighted_spec(TFN_WEIGHTS, 11), gen_until(tfn.is_valid, 9), False),
+    ({"weights": MEDICARE_WEIGHTS, "modulus": 10, "remainder": 0},
+     "AU Medicare check digit, published algorithm (stdnum has no Medicare module)",
+     medicare_published, None, gen_medicare, False),
+    ({"weights": NIP_WEIGHTS, "modulus": 11, "remainder": 0}, "stdnum.pl.nip", nip.is_valid,
+     weighted_spec(NIP_WEIGHTS, 11), gen_until(nip.is_valid, 10), False),
+    ("iso7064_mod11_10", "stdnum.de.idnr", idnr.is_valid,
+     lambda v: ascii_digits(v) and mod_11_10.is_valid(v), gen_idnr, False),
+    ("iso7064_mod11_10", "stdnum.de.vat (the 9 digits after DE)", de_vat.is_valid,
+     lambda v: ascii_digits(v) and mod_11_10.is_valid(v), gen_de_vat, False),
+    ("luhn", "stdnum.it.iva (the 11 digits after IT)", iva.is_valid, luhn_spec, gen_it_iva, False),
+    ("verhoeff", "stdnum.in_.aadhaar", aadhaar.is_valid,
+     lambda v: ascii_digits(v) and len(v) >= 2 and verhoeff.is_valid(v), gen_aadhaar, False),
 ]
 
 # Hand-picked inputs on the edges of each SPEC rule, judged by stdnum too.
@@ -329,14 +490,35 @@ EDGES = {
                           "RCCMNL83S18D969", "00743110157", "CNTCHR83T41D969D",
                           "MRTNTN23M02D969P", "MRTNTN23M02D96VX", "RCCMNL83B31D969E"],
     "npi": ["1234567893", "1234567890", "123456789", "12345678930", "80840 1234567893"],
+    "fr_nir": ["2 95 10 99 126 111 93", "295109912611199", "253072B07300470", "253072A07300443",
+               "253072a07300443", "253072C07300443", "253072A07300470", "6546546546546703",
+               "2951099126111", "1 85 05 78 006 084 36"],
+    "kr_rrn": ["971013-9019902", "971013-9019903", "971313-9019909", "971013-9979908", "9710139019"],
+    "jp_my_number": ["6214 9832 0257", "6214 9832 0258", "6214 9832 025X", "62149832025"],
+    "in_gstin": ["27AAPFU0939F1ZV", "27aapfu0939f1zv", "27AAPFU0939F1Z", "369296450896540",
+                 "27AAPFU0939F1AA", "27AAPFU0939F1ZO", "38AAPFU0939F1ZV", "27AAPEU0939F1ZV",
+                 "27AAPFU0939F0ZV", "27AAPFU0000F1ZV"],
 }
 
+# Hand-picked inputs of the weighted forms and the expressions, by oracle.
 # Two valid PESELs whose date stdnum rejects (and SPEC's weighted form does
 # not check): digits pass the weighted sum, the month or day is impossible.
 WEIGHTED_EDGES = {
     "stdnum.pl.pesel": ["02381307589", "44053201353"],
     "stdnum.us.rtn": ["111000025", "112000025", "11100002B"],
     "stdnum.gb.nhs": ["943-476-5870", "9434765871", "943476587"],
+    "stdnum.nl.bsn": ["111222333", "111222334", "000000000", "11122233", "1112.22.333"],
+    "stdnum.au.tfn": ["123 456 782", "123456783", "12345678", "00000000"],
+    "AU Medicare check digit, published algorithm (stdnum has no Medicare module)":
+        ["2123 45670 1", "2123456709", "2123456711", "212345670"],
+    "stdnum.pl.nip": ["8567346215", "8567346216", "PL8567346215"],
+    "stdnum.de.idnr": ["36 574 261 809", "36574261890", "01234567896", "12345678903",
+                       "11145678908"],
+    "stdnum.de.vat (the 9 digits after DE)": ["136695976", "136695978", "036695979"],
+    "stdnum.it.iva (the 11 digits after IT)": ["00743110157", "00743110158", "00000000000",
+                                                "12345674001"],
+    "stdnum.in_.aadhaar": ["234123412346", "234123412347", "123412341234", "2341 2341 2346",
+                           "123412341232"],
 }
 
 DIFFERENCE_REASONS = {
@@ -347,6 +529,19 @@ DIFFERENCE_REASONS = {
     "iban": "SPEC: the registry's BBAN length and two check digits; stdnum also tests the BBAN's n/a/c structure",
     "iso7064_mod11_2": "SPEC: X only in the last place, upper case (stdnum takes X anywhere)",
     "iso7064_mod11_10": "SPEC: only ASCII digits",
+    "kr_rrn": "kr_rrn is the check digit alone; stdnum.kr.rrn also tests the birth date and place of birth",
+    "stdnum.nl.bsn": "SPEC's weighted form takes exactly 9 digits, zeros too; stdnum.nl.bsn pads 8 digits with a 0 "
+                     "and rejects 000000000",
+    "stdnum.au.tfn": "SPEC's weighted form takes the 9-digit TFN only; stdnum.au.tfn also takes 8 digits",
+    "stdnum.de.idnr": "iso7064_mod11_10 is the check digit alone; stdnum.de.idnr also wants 11 digits, no leading 0 "
+                      "and exactly one digit repeated twice or three times in the first ten",
+    "stdnum.de.vat (the 9 digits after DE)": "iso7064_mod11_10 takes any length and a leading 0 "
+                                             "(the pack's pattern wants [1-9][0-9]{8})",
+    "stdnum.it.iva (the 11 digits after IT)": "luhn is the check digit alone; stdnum.it.iva also tests the "
+                                              "office code and a zero number",
+    "stdnum.in_.aadhaar": "verhoeff is the check digit alone; stdnum.in_.aadhaar also wants 12 digits, "
+                          "the first 2-9 (the pack's pattern) and no palindrome",
+    "stdnum.pl.nip": "stdnum.pl.nip drops a PL prefix; SPEC's weighted form takes digits only",
     "stdnum.pl.pesel": "SPEC's weighted form checks the digits only; stdnum.pl.pesel also rejects an impossible birth date",
     "es_nif": "es_nif is the natural persons' NIF (DNI, NIE, K/L/M); stdnum.es.nif also takes a legal entity's CIF",
     "it_codice_fiscale": "it_codice_fiscale is the 16-character personal code's structure and check letter; "
@@ -375,8 +570,9 @@ def near_misses(value: str) -> list[str]:
 def build(n_valid: int, n_near: int) -> dict:
     rng = random.Random(SEED)
     validators = []
-    for checksum, oracle_name, oracle, spec, gen, ci in VALIDATORS:
-        label = checksum if isinstance(checksum, str) else oracle_name
+    entries = [(e, False) for e in VALIDATORS] + [(e, True) for e in EXPRESSIONS]
+    for (checksum, oracle_name, oracle, spec, gen, ci), expression in entries:
+        label = checksum if isinstance(checksum, str) and not expression else oracle_name
         spec = spec or oracle
         valid = []
         seen = set()
@@ -484,7 +680,8 @@ def main() -> int:
     write_registry(args.registry)
     total = sum(len(v["cases"]) + len(v["differences"]) for v in doc["validators"])
     for v in doc["validators"]:
-        name = v["checksum"] if isinstance(v["checksum"], str) else v["oracle"]
+        name = v["checksum"] if isinstance(v["checksum"], str) else "weighted"
+        name = f"{name} ({v['oracle']})"
         print(f"{name}: {len(v['cases'])} cases, {len(v['differences'])} differences")
     print(f"{total} cases in {args.cases} ({os.path.getsize(args.cases)} bytes); "
           f"{args.registry}")

@@ -84,6 +84,24 @@ pub enum Checksum {
     /// and the check letter of the prefix's table (weights 2,7,6,5,4,3,2;
     /// offset 4 for `T`/`G`, 3 for `M`).
     SgNric,
+    /// `fr_nir`: a French NIR (social security number): 15 characters, the
+    /// 13-character number (digits, the department in places 6–7 possibly
+    /// `2A` or `2B`, read as 19 and 18) and its two-digit key, 97 − (the
+    /// number mod 97). The birth month and department are not checked.
+    FrNir,
+    /// `kr_rrn`: a South Korean resident registration number: 13 digits, the
+    /// last (11 − Σ wᵢ·dᵢ mod 11) mod 10 with weights 2–9, 2–5. The birth
+    /// date and place of birth are not checked.
+    KrRrn,
+    /// `jp_my_number`: a Japanese individual number (My Number): 12 digits,
+    /// the last (−Σ wᵢ·dᵢ mod 11) mod 10 with weights 6, 5, 4, 3, 2, 7, 6,
+    /// 5, 4, 3, 2.
+    JpMyNumber,
+    /// `in_gstin`: an Indian GSTIN: a state code `01`–`37`, a PAN (5
+    /// letters, the fourth a holder type of `ABCFGHLJPTK`, 4 digits not
+    /// `0000`, a letter), a registration count (not `0`), `Z`, and the
+    /// check character of the Luhn mod 36 algorithm over `0`–`9`, `A`–`Z`.
+    InGstin,
 }
 
 /// Every named validator, as the `checksum` key spells it.
@@ -99,6 +117,10 @@ pub const NAMES: &[&str] = &[
     "it_codice_fiscale",
     "npi",
     "sg_nric",
+    "fr_nir",
+    "kr_rrn",
+    "jp_my_number",
+    "in_gstin",
 ];
 
 /// The list of known forms that every naming error ends with.
@@ -136,6 +158,10 @@ impl FromStr for Checksum {
             "it_codice_fiscale" => Checksum::ItCodiceFiscale,
             "npi" => Checksum::Npi,
             "sg_nric" => Checksum::SgNric,
+            "fr_nir" => Checksum::FrNir,
+            "kr_rrn" => Checksum::KrRrn,
+            "jp_my_number" => Checksum::JpMyNumber,
+            "in_gstin" => Checksum::InGstin,
             "weighted" => {
                 return Err(
                     "`checksum`: the weighted validator is a mapping {weights: [...], modulus: m, remainder: r}, not a name"
@@ -331,6 +357,10 @@ impl Checksum {
             Checksum::ItCodiceFiscale => "it_codice_fiscale",
             Checksum::Npi => "npi",
             Checksum::SgNric => "sg_nric",
+            Checksum::FrNir => "fr_nir",
+            Checksum::KrRrn => "kr_rrn",
+            Checksum::JpMyNumber => "jp_my_number",
+            Checksum::InGstin => "in_gstin",
             Checksum::Weighted { .. } => return None,
         })
     }
@@ -361,6 +391,10 @@ impl Checksum {
             Checksum::ItCodiceFiscale => it_codice_fiscale(c),
             Checksum::Npi => c.len() == 10 && all_digits(c) && luhn_from(c, b"80840"),
             Checksum::SgNric => sg_nric(c),
+            Checksum::FrNir => fr_nir(c),
+            Checksum::KrRrn => kr_rrn(c),
+            Checksum::JpMyNumber => jp_my_number(c),
+            Checksum::InGstin => in_gstin(c),
         }
     }
 }
@@ -648,4 +682,100 @@ fn sg_nric(c: &[u8]) -> bool {
         .zip(WEIGHTS)
         .fold(offset, |s, (&d, w)| s + w * u32::from(d - b'0'));
     table.get(sum as usize % 11) == Some(&letter.to_ascii_uppercase())
+}
+
+fn fr_nir(c: &[u8]) -> bool {
+    if c.len() != 15 {
+        return false;
+    }
+    let mut number = 0u64;
+    let mut key = 0u64;
+    for (i, &raw) in c.iter().enumerate() {
+        let b = raw.to_ascii_uppercase();
+        let corsica = i == 5 && c.get(6).is_some_and(u8::is_ascii_alphabetic);
+        let d = match b {
+            b'0'..=b'9' if !corsica => u64::from(b - b'0'),
+            // Corsica: 2A reads as 19, 2B as 18.
+            b'2' if corsica => 1,
+            b'A' if i == 6 && c.get(5) == Some(&b'2') => 9,
+            b'B' if i == 6 && c.get(5) == Some(&b'2') => 8,
+            _ => return false,
+        };
+        if i < 13 {
+            number = number * 10 + d;
+        } else {
+            key = key * 10 + d;
+        }
+    }
+    key == 97 - number % 97
+}
+
+/// The check digit (the last) of `c`, all digits, by `weights` over the
+/// digits before it: `f(Σ wᵢ·dᵢ mod 11)`.
+fn mod11_check_digit(c: &[u8], weights: &[u32], f: impl Fn(u32) -> u32) -> bool {
+    let [body @ .., last] = c else {
+        return false;
+    };
+    if body.len() != weights.len() || !all_digits(c) {
+        return false;
+    }
+    let sum: u32 = body
+        .iter()
+        .zip(weights)
+        .map(|(&d, w)| w * u32::from(d - b'0'))
+        .sum();
+    f(sum % 11) == u32::from(last - b'0')
+}
+
+fn kr_rrn(c: &[u8]) -> bool {
+    mod11_check_digit(c, &[2, 3, 4, 5, 6, 7, 8, 9, 2, 3, 4, 5], |r| (11 - r) % 10)
+}
+
+fn jp_my_number(c: &[u8]) -> bool {
+    mod11_check_digit(c, &[6, 5, 4, 3, 2, 7, 6, 5, 4, 3, 2], |r| {
+        (11 - r) % 11 % 10
+    })
+}
+
+fn in_gstin(c: &[u8]) -> bool {
+    let mut u = [0u8; 15];
+    if c.len() != 15 {
+        return false;
+    }
+    for (to, &from) in u.iter_mut().zip(c) {
+        *to = from.to_ascii_uppercase();
+    }
+    let [s1, s2, p @ .., count, z, _check] = u;
+    let state = match (s1, s2) {
+        (b'0'..=b'9', b'0'..=b'9') => (s1 - b'0') * 10 + (s2 - b'0'),
+        _ => return false,
+    };
+    // The PAN: 5 letters (the fourth a holder type), 4 digits not 0000, a letter.
+    let pan_ok = p.iter().enumerate().all(|(i, &b)| match i {
+        0..=4 => b.is_ascii_uppercase(),
+        5..=8 => b.is_ascii_digit(),
+        _ => b.is_ascii_uppercase(),
+    }) && b"ABCFGHLJPTK".contains(&p[3])
+        && &p[5..9] != b"0000";
+    if !(1..=37).contains(&state)
+        || !pan_ok
+        || count == b'0'
+        || !count.is_ascii_alphanumeric()
+        || z != b'Z'
+    {
+        return false;
+    }
+    // Luhn mod 36 over the alphabet 0-9A-Z, the check character included.
+    let mut sum = 0u32;
+    for (i, &b) in u.iter().rev().enumerate() {
+        let Some(v) = alnum_value(b) else {
+            return false;
+        };
+        sum += if i % 2 == 1 {
+            (v * 2) / 36 + (v * 2) % 36
+        } else {
+            v
+        };
+    }
+    sum.is_multiple_of(36)
 }

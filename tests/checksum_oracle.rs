@@ -4,7 +4,10 @@
 //! their one-digit near misses with stdnum's verdict (`cases`), and the
 //! values on which SPEC deliberately differs from stdnum with SPEC's verdict
 //! (`differences`). `Checksum::check` must give that verdict on every one;
-//! all disagreements are listed at once.
+//! all disagreements are listed at once. The curated packs' expressions
+//! of other identifiers with these validators (`packs/*.yaml`: NL BSN, AU
+//! TFN and Medicare, PL NIP, DE tax id and VAT, IT VAT, Aadhaar) are checked
+//! the same way against the identifier's stdnum module.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
 use helixor::checksum::{Checksum, NAMES};
@@ -86,14 +89,34 @@ fn every_case_agrees_with_the_oracle() {
         wrong.len(),
         wrong.join("\n")
     );
-    // Every named validator stdnum implements, and SPEC's three weighted
-    // examples; only sg_nric (not in stdnum) is tested by published examples
-    // alone (src/checksum/tests.rs).
+    // Every named validator stdnum implements, SPEC's three weighted
+    // examples and the curated packs' weighted expressions (NL BSN, AU TFN,
+    // AU Medicare, PL NIP); only sg_nric (not in stdnum) is tested by
+    // published examples alone (src/checksum/tests.rs).
     let missing: Vec<_> = NAMES
         .iter()
         .filter(|n| !named.contains(*n) && **n != "sg_nric")
         .collect();
     assert!(missing.is_empty(), "no oracle cases for {missing:?}");
-    assert_eq!(weighted, 3);
+    assert_eq!(weighted, 7);
+    // The packs' expressions with named validators, each against the
+    // identifier's own stdnum module.
+    let oracles: BTreeSet<&str> = validators
+        .iter()
+        .filter_map(|v| v["oracle"].as_str())
+        .collect();
+    for wanted in [
+        "stdnum.nl.bsn",
+        "stdnum.au.tfn",
+        "stdnum.pl.nip",
+        "stdnum.de.idnr",
+        "stdnum.in_.aadhaar",
+        "stdnum.fr.nir",
+        "stdnum.kr.rrn",
+        "stdnum.jp.in_",
+        "stdnum.in_.gstin",
+    ] {
+        assert!(oracles.contains(wanted), "no oracle cases from {wanted}");
+    }
     assert!(total > 5000, "{total}");
 }
