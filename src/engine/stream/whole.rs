@@ -1,6 +1,7 @@
-//! Whole-text sessions: how a pack whose codons and hard rules are not the
-//! example pack's own (a version-2 playbook, SPEC §16) is streamed until
-//! the incremental engine learns conditions and value checks. The session
+//! Whole-text sessions: how a version-2 pack (SPEC §16) that the
+//! incremental engine cannot run (`Program::streams_natively`: a
+//! `context.after` window, a codon read by two hard rules, a condition with
+//! `and`, `not` or `len(...)`) is streamed until that engine learns them. The session
 //! holds every piece, releases nothing before the end, and judges the
 //! whole text once at `finish()`: it keeps §11.1's invariants (nothing is
 //! released that a continuation could change; `R = W(T)` when not blocked)
