@@ -207,12 +207,14 @@ def fmt_p(tp, fp):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--sample", type=int, default=200, help="valid values (with context) per entity; "
-                    "as many negatives, a quarter as many without context (default 200)")
+    ap.add_argument("--sample", type=int, default=1000, help="valid values (with context) per entity; "
+                    "as many negatives, a quarter as many without context (default 1000)")
     ap.add_argument("--min-recall-file", help="JSON {family: floor} of recall (with context) to enforce")
     ap.add_argument("--seed", type=int, default=23)
     ap.add_argument("--binary", default=os.environ.get("HELIXOR_PACK", os.path.join(ROOT, "target", "release", "helixor-pack")))
     ap.add_argument("--json-out", help="write the per-entity figures here")
+    ap.add_argument("--show-errors", type=int, default=0, metavar="N",
+                    help="print up to N misses and N false positives of ours per entity (to stderr)")
     a = ap.parse_args()
     if not os.access(a.binary, os.X_OK):
         sys.exit(f"detection-bench: no helixor-pack binary at {a.binary} (set HELIXOR_PACK or --binary)")
@@ -301,6 +303,20 @@ def main():
         for k, v in s.items():
             acc[k] = acc.get(k, 0) + v
         return acc
+
+    if a.show_errors:
+        for e in E:
+            miss, fps = [], []
+            for (kind, t, label), (spans, _) in zip(e["texts"], e["ours"]):
+                hit, fp = score(spans, label)
+                if kind == "pos" and not hit:
+                    miss.append(t)
+                if fp:
+                    fps.append((kind, t, spans))
+            for t in miss[:a.show_errors]:
+                print(f"MISS {e['entity']}: {t!r}", file=sys.stderr)
+            for kind, t, spans in fps[:a.show_errors]:
+                print(f"FP   {e['entity']} ({kind}): {t!r} {spans}", file=sys.stderr)
 
     res = []
     for e in E:

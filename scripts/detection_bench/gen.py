@@ -261,10 +261,27 @@ def f_es_nif(r, v, ctx):
     return r.choice([v, v, v[:-1] + "-" + v[-1]])
 
 
+CONS = "BCDFGHJKLMNPQRSTVWXZ"
+VOW = "AEIOU"
+
+
+def cf_triple(r):
+    # As the code is made from a name: consonants first, then vowels, then X.
+    k = r.random()
+    if k < 0.75:
+        return rd(r, 3, CONS)
+    if k < 0.9:
+        return rd(r, 2, CONS) + r.choice(VOW)
+    if k < 0.97:
+        return r.choice(CONS) + rd(r, 2, VOW)
+    return r.choice(CONS) + r.choice(VOW) + "X"
+
+
 def g_cf(r):
-    name = rd(r, 6, U)
-    body = name + rd(r, 2) + r.choice("ABCDEHLMPRST") + f"{r.randint(1, 28) + r.choice([0, 40]):02d}" \
-        + r.choice(U) + rd(r, 3)
+    # Surname and name triples, year, month letter, day (+40 for women),
+    # a Belfiore place code (A-M, or Z abroad), then the check letter.
+    body = cf_triple(r) + cf_triple(r) + rd(r, 2) + r.choice("ABCDEHLMPRST") \
+        + f"{r.randint(1, 28) + r.choice([0, 40]):02d}" + r.choice("ABCDEFGHILMZ") + f"{r.randint(1, 999):03d}"
     return body + codicefiscale.calc_check_digit(body)
 
 
