@@ -45,7 +45,11 @@ pub fn schema_of(doc: &Map<String, Value>) -> Result<Schema, String> {
 
 /// Longest `context.before`/`context.after` window, in code points: a wide
 /// window costs every candidate a scan and makes a stream hold more.
-pub const MAX_CONTEXT_CHARS: usize = 1024;
+pub const MAX_CONTEXT_CHARS: usize = 256;
+/// Most context words of one codon, and the longest word in bytes: every
+/// candidate value is looked for them in its windows, so their product
+/// bounds a value's cost.
+pub const MAX_CONTEXT_WORDS: usize = 64;
 /// Most context words and deny-list entries of one codon.
 pub const MAX_LIST_LEN: usize = 1024;
 
@@ -555,8 +559,46 @@ const CODON_KEYS: [&str; 13] = [
 const PARAM_KEYS: [&str; 3] = ["pattern", "flags", "group"];
 /// Keys of a codon's `context`.
 const CONTEXT_KEYS: [&str; 3] = ["words", "before", "after"];
+/// Actions the runtime decides itself, which no hard rule may take.
+const RESERVED_ACTIONS: [&str; 3] = [
+    crate::engine::PERMIT_ACTION,
+    crate::engine::HOLDBACK_ACTION,
+    crate::engine::COST_ACTION,
+];
+
 /// Keys a version-2 hard rule entry may have (SPEC §16.3).
 const HARD_RULE_KEYS: [&str; 5] = ["id", "condition", "action", "severity", "description"];
+
+/// Records each key of `m` that is not one of `allowed` (a typo must not
+/// silently weaken a check), named with its `prefix` (`params.`).
+fn unknown_keys(
+    m: &Map<String, Value>,
+    allowed: &[&str],
+    prefix: &str,
+    place: &str,
+    problems: &mut Vec<String>,
+) {
+    for k in m.keys().filter(|k| !allowed.contains(&k.as_str())) {
+        problems.push(format!(
+            "{place}: unknown key `{prefix}{k}` (keys: {})",
+            allowed.join(", ")
+        ));
+    }
+}
+
+/// The strings of a list of at most [`MAX_LIST_LEN`] strings, each
+/// non-empty when `non_empty`; `None` for anything else.
+fn string_list(v: &Value, non_empty: bool) -> Option<Vec<String>> {
+    let items = v.as_array().filter(|a| a.len() <= MAX_LIST_LEN)?;
+    items
+        .iter()
+        .map(|w| {
+            w.as_str()
+                .filter(|s| !(non_empty && s.is_empty()))
+                .map(str::to_string)
+        })
+        .collect()
+}
 
 /// Whether `s` is `[a-z][a-z0-9_]*`.
 pub fn is_field_name(s: &str) -> bool {
@@ -674,14 +716,7 @@ fn custom_hard_rule<'a>(
     problems: &mut Vec<String>,
 ) -> Option<HardRuleDecl<'a>> {
     let before = problems.len();
-    for k in m.keys() {
-        if !HARD_RULE_KEYS.contains(&k.as_str()) {
-            problems.push(format!(
-                "{place}: unknown key `{k}` (keys: {})",
-                HARD_RULE_KEYS.join(", ")
-            ));
-        }
-    }
+    unknown_keys(m, &HARD_RULE_KEYS, "", place, problems);
     let string = |key: &str, problems: &mut Vec<String>| -> Option<&'a str> {
         match m.get(key) {
             Some(Value::String(s)) => Some(s.as_str()),
@@ -701,6 +736,13 @@ fn custom_hard_rule<'a>(
         if !is_field_name(a) {
             problems.push(format!(
                 "{place}: `action` `{a}` must match [a-z][a-z0-9_]*"
+            ));
+        } else if RESERVED_ACTIONS.contains(&a) {
+            // A client reading the action must never mistake a block for
+            // a clean payload or for the stream's own limits.
+            problems.push(format!(
+                "{place}: `action` `{a}` is reserved (reserved: {})",
+                RESERVED_ACTIONS.join(", ")
             ));
         }
     }
@@ -796,14 +838,7 @@ fn check_codon(
 fn custom_codon(place: &str, m: &Map<String, Value>, problems: &mut Vec<String>) -> Option<Codon> {
     let before = problems.len();
     let code = m.get("code").and_then(Value::as_str).unwrap_or_default();
-    for k in m.keys() {
-        if !CODON_KEYS.contains(&k.as_str()) {
-            problems.push(format!(
-                "{place}: unknown key `{k}` (keys: {})",
-                CODON_KEYS.join(", ")
-            ));
-        }
-    }
+    unknown_keys(m, &CODON_KEYS, "", place, problems);
     match m.get("codon_type") {
         Some(Value::String(s)) if s == "extract_pattern" => {}
         Some(Value::String(s)) => problems.push(format!(
@@ -888,18 +923,14 @@ fn custom_codon(place: &str, m: &Map<String, Value>, problems: &mut Vec<String>)
     let context = m
         .get("context")
         .and_then(|v| check_context(place, v, problems));
-    let deny_list = match m.get("deny_list") {
-        None | Some(Value::Null) => Vec::new(),
-        Some(Value::Array(items))
-            if items.len() <= MAX_LIST_LEN && items.iter().all(Value::is_string) =>
-        {
-            items
-                .iter()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect()
-        }
-        Some(_) => {
+    let deny_list = match m
+        .get("deny_list")
+        .filter(|v| !v.is_null())
+        .map(|v| string_list(v, false))
+    {
+        None => Vec::new(),
+        Some(Some(values)) => values,
+        Some(None) => {
             problems.push(format!(
                 "{place}: `deny_list` must be a list of at most {MAX_LIST_LEN} strings"
             ));
@@ -955,30 +986,18 @@ fn check_context(place: &str, v: &Value, problems: &mut Vec<String>) -> Option<C
         return None;
     };
     let before = problems.len();
-    for k in m.keys() {
-        if !CONTEXT_KEYS.contains(&k.as_str()) {
-            problems.push(format!(
-                "{place}: unknown key `context.{k}` (keys: words, before, after)"
-            ));
-        }
-    }
-    let words = match m.get("words") {
-        Some(Value::Array(items))
-            if !items.is_empty()
-                && items.len() <= MAX_LIST_LEN
-                && items
-                    .iter()
-                    .all(|w| w.as_str().is_some_and(|s| !s.is_empty())) =>
+    unknown_keys(m, &CONTEXT_KEYS, "context.", place, problems);
+    let words = match m.get("words").map(|v| string_list(v, true)) {
+        Some(Some(words))
+            if !words.is_empty()
+                && words.len() <= MAX_CONTEXT_WORDS
+                && words.iter().all(|w| w.len() <= MAX_CONTEXT_WORDS) =>
         {
-            items
-                .iter()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect()
+            words
         }
         Some(_) => {
             problems.push(format!(
-                "{place}: `context.words` must be a list of 1 to {MAX_LIST_LEN} non-empty strings"
+                "{place}: `context.words` must be a list of 1 to {MAX_CONTEXT_WORDS} non-empty strings of at most {MAX_CONTEXT_WORDS} bytes"
             ));
             Vec::new()
         }
@@ -1016,13 +1035,7 @@ fn check_params(
     params: &Map<String, Value>,
     problems: &mut Vec<String>,
 ) -> (Option<CompiledPattern>, Option<usize>) {
-    for k in params.keys() {
-        if !PARAM_KEYS.contains(&k.as_str()) {
-            problems.push(format!(
-                "{place}: unknown key `params.{k}` (keys: pattern, flags, group)"
-            ));
-        }
-    }
+    unknown_keys(params, &PARAM_KEYS, "params.", place, problems);
     let flags = crate::rules::read_flags(params.get("flags"), place, "params.flags", problems);
     let pattern = crate::rules::compile_pattern(
         params.get("pattern"),

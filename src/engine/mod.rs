@@ -482,15 +482,46 @@ impl Evaluator {
     /// spans are mapped back to `text` (byte spans of the view become
     /// original spans before any code point is counted).
     fn decide(&self, text: &str, view: Option<&normalize::View>) -> Decision<'_> {
+        self.decide_with_redacted(text, view, false).0
+    }
+
+    /// [`Evaluator::evaluate_with`] and, when it has a FATAL trigger and
+    /// `want_redacted`, the redacted text W(T) (SPEC §11.1) from the same
+    /// search: what a whole-mode stream session needs at its end, judging
+    /// the text once. (Without a FATAL trigger W(T) is the `clean_text`.)
+    pub(super) fn judge_whole(
+        &self,
+        text: &str,
+        normalize: Normalize,
+    ) -> (Decision<'_>, Option<String>) {
+        let started = Instant::now();
+        let view = match normalize {
+            Normalize::None => None,
+            Normalize::Evasion => normalize::View::of(text),
+        };
+        let (mut decision, redacted) = self.decide_with_redacted(text, view.as_ref(), true);
+        decision.latency_us = started.elapsed().as_secs_f64() * 1e6;
+        (decision, redacted)
+    }
+
+    /// [`Self::decide`], and W(T) when asked for and the decision has a
+    /// FATAL trigger.
+    fn decide_with_redacted(
+        &self,
+        text: &str,
+        view: Option<&normalize::View>,
+        want_redacted: bool,
+    ) -> (Decision<'_>, Option<String>) {
         let found = self.matches(view.map_or(text, |v| v.text.as_str()));
         let normalized = view.is_some();
         if found.iter().all(Vec::is_empty) {
-            return self.finish(
+            let d = self.finish(
                 &sha256(text.as_bytes()),
                 Vec::new(),
                 text.to_string(),
                 normalized,
             );
+            return (d, None);
         }
         let ascii = text.is_ascii();
         let original = |spans: &[(usize, usize)]| -> Vec<[usize; 2]> {
@@ -504,13 +535,25 @@ impl Evaluator {
             }
         };
 
-        let (triggers, warnings) = self.triggers_of(&found, original, false);
+        let (triggers, spans) = self.triggers_of(&found, original, want_redacted);
+        let fatal = deciding(&triggers).map(|i| triggers[i].severity) == Some(Severity::Fatal);
+        let redacted = (want_redacted && fatal).then(|| redact(text, view, &spans));
         let clean = match deciding(&triggers).map(|i| triggers[i].severity) {
             Some(Severity::Fatal) => BLOCKED_TEXT.to_string(),
-            Some(Severity::Warning) => redact(text, view, &warnings),
+            Some(Severity::Warning) if want_redacted => {
+                // Every trigger's spans were collected: the sweep key's
+                // first part is the trigger's place, which says its severity.
+                let warnings: Vec<Spans<'_, '_>> = spans
+                    .into_iter()
+                    .filter(|s| triggers[s.1 .0].severity == Severity::Warning)
+                    .collect();
+                redact(text, view, &warnings)
+            }
+            Some(Severity::Warning) => redact(text, view, &spans),
             None => text.to_string(),
         };
-        self.finish(&sha256(text.as_bytes()), triggers, clean, normalized)
+        let d = self.finish(&sha256(text.as_bytes()), triggers, clean, normalized);
+        (d, redacted)
     }
 
     /// The triggers of the matches `found` (custom rules in file order,

@@ -886,9 +886,8 @@ struct Core {
     /// Whole mode: blocked for holding more than the limit (the decision
     /// is the limit's).
     held_out: bool,
-    /// Whole mode: whether the final judgement matched through a view that
-    /// differed from the text.
-    whole_normalized: bool,
+    /// Whole mode: the decision of the text, judged once at the end.
+    judged: Option<Box<whole::Judged>>,
     /// Code points kept before the held text beyond the look-behind
     /// character, for codons' `context.before` windows.
     context_chars: usize,
@@ -1198,15 +1197,12 @@ impl<E: Deref<Target = Evaluator>> Session<E> {
                 latency_us: 0.0,
                 normalized,
             }
-        } else if self.core.whole {
-            // Judged once more: a whole-mode session keeps the text, not
-            // the decision, which borrows from the evaluator.
-            let mut d = ev.evaluate_with(&self.core.buf, self.core.opts.normalize);
-            d.clean_text = match d.severity {
-                Some(Severity::Fatal) => BLOCKED_TEXT.to_string(),
-                _ => String::new(),
-            };
-            d
+        } else if let Some(judged) = self.core.judged.as_deref() {
+            // Whole mode: the decision the finish judged, not a second one.
+            let triggers = judged.triggers(ev);
+            let fatal = triggers.iter().any(|t| t.severity == Severity::Fatal);
+            let clean = if fatal { BLOCKED_TEXT } else { "" };
+            ev.finish(&digest, triggers, clean.to_string(), normalized)
         } else {
             let triggers = self.core.spans.triggers(ev);
             let fatal = triggers.iter().any(|t| t.severity == Severity::Fatal);
@@ -1242,7 +1238,7 @@ impl<E: Deref<Target = Evaluator>> Session<E> {
     /// text so far (SPEC §15).
     pub fn normalized(&self) -> bool {
         if self.core.whole {
-            return self.core.whole_normalized;
+            return self.core.judged.as_ref().is_some_and(|j| j.normalized);
         }
         self.norm.as_ref().is_some_and(|n| n.changed)
     }
@@ -1555,7 +1551,7 @@ impl Core {
             defer: true,
             whole,
             held_out: false,
-            whole_normalized: false,
+            judged: None,
             context_chars: ev.context_chars(),
         }
     }

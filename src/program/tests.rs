@@ -82,8 +82,8 @@ fn every_codon_problem_is_reported_at_once_by_place() {
         "codons[0] (code `API_KEY`): `checksum`: unknown validator `luhnn`",
         "codons[0] (code `API_KEY`): `min_entropy` must be a number above 0",
         "codons[0] (code `API_KEY`): unknown key `context.near` (keys: words, before, after)",
-        "codons[0] (code `API_KEY`): `context.words` must be a list of 1 to 1024 non-empty strings",
-        "codons[0] (code `API_KEY`): `context.after` must be an integer from 0 to 1024",
+        "codons[0] (code `API_KEY`): `context.words` must be a list of 1 to 64 non-empty strings of at most 64 bytes",
+        "codons[0] (code `API_KEY`): `context.after` must be an integer from 0 to 256",
         "codons[0] (code `API_KEY`): unknown key `params.flagz` (keys: pattern, flags, group)",
         "codons[0] (code `API_KEY`): `params.group` 2 is not a capture group of the pattern (it has 0)",
         "codons[1]: `code` `api` must match [A-Z][A-Z0-9_]*",
@@ -114,6 +114,7 @@ hard_rules:
   - {{id: RULE-GLBA-SSN-BLOCK, condition: state.has_k}}
   - {{id: E, condition: 'len(state.has_k) > 1', action: e, severity: warning}}
   - {{id: A, condition: state.has_k, action: a, severity: warning}}
+  - {{id: P, condition: state.has_k, action: permit_clean_payload, severity: fatal}}
 "
     ));
     let want = [
@@ -126,6 +127,7 @@ hard_rules:
         "hard_rules[4] (id `RULE-GLBA-SSN-BLOCK`): differs from the built-in hard rule",
         "hard_rules[5] (id `E`): `condition` reads `len(state.has_k)`, which is no codon's `matches_field`",
         "hard_rules[6] (id `A`): declared twice, first at hard_rules[0]",
+        "hard_rules[7] (id `P`): `action` `permit_clean_payload` is reserved (reserved: permit_clean_payload, block_stream_holdback_limit, block_stream_cost_limit)",
     ];
     assert_eq!(p.len(), want.len(), "{p:#?}");
     for (got, want) in p.iter().zip(want) {

@@ -10,6 +10,7 @@
 //! session.
 
 use super::{Blocked, Core, Released};
+use crate::engine::decision::{Decision, Source, Trigger};
 use crate::engine::{Evaluator, Severity};
 
 /// Most text a whole-mode session holds for its decision (the server's
@@ -38,21 +39,21 @@ impl Core {
         }
     }
 
-    /// Ends a whole-mode session: judges the text once and releases W(T),
-    /// or blocks on a FATAL trigger (with `block_on_fatal`).
+    /// Ends a whole-mode session: judges the text once (its decision is
+    /// kept for [`Session::decision`], which must not judge it again) and
+    /// releases W(T), or blocks on a FATAL trigger (with `block_on_fatal`).
+    /// A session already blocked by the hold-back limit releases nothing.
     pub(super) fn finish_whole(&mut self, ev: &Evaluator) -> Released {
         if self.finished || self.stopped {
             self.finished = true;
             return Released::default();
         }
         self.finished = true;
+        let (d, redacted) = ev.judge_whole(&self.buf, self.opts.normalize);
+        self.judged = Some(Box::new(Judged::of(ev, &d)));
         if self.blocked.is_some() {
-            // Past the hold-back limit: nothing more leaves, and the
-            // decision judges the text when asked.
             return Released::default();
         }
-        let d = ev.evaluate_with(&self.buf, self.opts.normalize);
-        self.whole_normalized = d.normalized;
         if self.opts.block_on_fatal && d.severity == Some(Severity::Fatal) {
             self.blocked = Some(Blocked {
                 action: d.action.to_string(),
@@ -65,13 +66,110 @@ impl Core {
             });
             return Released::default();
         }
-        let text = match d.severity {
-            // No FATAL trigger: W(T) is the decision's clean text.
-            None | Some(Severity::Warning) => d.clean_text,
-            Some(Severity::Fatal) => ev.redacted_text_with(&self.buf, self.opts.normalize),
-        };
         self.released_chars = self.pushed_chars;
-        let redacted = !d.triggers.is_empty();
-        Released { text, redacted }
+        let redacted_any = !d.triggers.is_empty();
+        // Without a FATAL trigger W(T) is the decision's clean text.
+        let text = redacted.unwrap_or(d.clean_text);
+        Released {
+            text,
+            redacted: redacted_any,
+        }
+    }
+}
+
+/// Where a trigger of a kept decision comes from.
+#[derive(Debug, Clone, Copy)]
+enum Slot {
+    /// Custom rule `i` of the evaluator.
+    Rule(usize),
+    /// Hard rule `i` of its program.
+    Hard(usize),
+}
+
+/// A whole-mode session's decision, kept without borrowing the evaluator:
+/// each trigger by its place, its spans and its codons' places.
+#[derive(Debug)]
+pub(super) struct Judged {
+    triggers: Vec<(Slot, Vec<[usize; 2]>, Vec<usize>)>,
+    /// Whether the text was matched through a view that differed from it.
+    pub(super) normalized: bool,
+}
+
+impl Judged {
+    fn of(ev: &Evaluator, d: &Decision<'_>) -> Self {
+        let program = &ev.program;
+        let triggers = d
+            .triggers
+            .iter()
+            .filter_map(|t| {
+                let slot = match t.source {
+                    Source::Rule => Slot::Rule(ev.rules.iter().position(|r| r.id == t.rule_id)?),
+                    Source::Builtin | Source::HardRule => {
+                        Slot::Hard(program.hard_rules.iter().position(|h| h.id == t.rule_id)?)
+                    }
+                };
+                let codons = t
+                    .codons
+                    .iter()
+                    .flatten()
+                    .filter_map(|code| program.codons.iter().position(|c| c.code == *code))
+                    .collect();
+                Some((slot, t.spans.clone(), codons))
+            })
+            .collect();
+        Self {
+            triggers,
+            normalized: d.normalized,
+        }
+    }
+
+    /// The kept triggers, borrowing `ev` again.
+    pub(super) fn triggers<'e>(&self, ev: &'e Evaluator) -> Vec<Trigger<'e>> {
+        let program = &ev.program;
+        self.triggers
+            .iter()
+            .filter_map(|(slot, spans, codons)| {
+                Some(match *slot {
+                    Slot::Rule(i) => {
+                        let r = ev.rules.get(i)?;
+                        Trigger {
+                            rule_id: &r.id,
+                            source: Source::Rule,
+                            severity: r.severity,
+                            action: &r.action,
+                            codons: None,
+                            match_count: spans.len(),
+                            spans: spans.clone(),
+                        }
+                    }
+                    Slot::Hard(i) => {
+                        let h = program.hard_rules.get(i)?;
+                        Trigger {
+                            rule_id: &h.id,
+                            source: if h.builtin {
+                                Source::Builtin
+                            } else {
+                                Source::HardRule
+                            },
+                            severity: if h.fatal {
+                                Severity::Fatal
+                            } else {
+                                Severity::Warning
+                            },
+                            action: &h.action,
+                            codons: Some(
+                                codons
+                                    .iter()
+                                    .filter_map(|&c| program.codons.get(c))
+                                    .map(|c| c.code.as_str())
+                                    .collect(),
+                            ),
+                            match_count: spans.len(),
+                            spans: spans.clone(),
+                        }
+                    }
+                })
+            })
+            .collect()
     }
 }
