@@ -54,6 +54,7 @@ mod compiler;
 mod condition;
 mod container;
 mod crypto;
+mod declared;
 mod engine;
 mod error;
 #[doc(hidden)]

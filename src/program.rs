@@ -313,7 +313,7 @@ impl Program {
         static BUILTIN: OnceLock<Result<Arc<Program>, String>> = OnceLock::new();
         BUILTIN
             .get_or_init(|| {
-                let patterns = crate::rules::codon_patterns()?;
+                let patterns = crate::declared::codon_patterns()?;
                 let codons: Vec<Codon> = builtins::CODONS
                     .iter()
                     .zip(patterns)
@@ -669,7 +669,7 @@ pub fn check_v2(
         }
         let decl = match reference.hard_rules.get(id) {
             Some(builtin) => {
-                if m.len() > 1 && !crate::rules::same_data(builtin, entry) {
+                if m.len() > 1 && !crate::declared::same_data(builtin, entry) {
                     problems.push(format!(
                         "{place}: differs from the built-in hard rule {id}; declare it by `id` alone, or give your own hard rule another id"
                     ));
@@ -816,14 +816,14 @@ fn check_codon(
     }
     seen.insert(code.to_string(), i);
     if let Some(builtin) = reference.get(code) {
-        if m.len() > 1 && !crate::rules::same_data(builtin, entry) {
+        if m.len() > 1 && !crate::declared::same_data(builtin, entry) {
             problems.push(format!(
                 "{place}: differs from the built-in codon {code}; declare it by `code` alone, or give your own codon another code"
             ));
             return None;
         }
         let k = builtins::CODONS.iter().position(|c| c.code == code)?;
-        let patterns = match crate::rules::codon_patterns() {
+        let patterns = match crate::declared::codon_patterns() {
             Ok(p) => p,
             Err(e) => {
                 problems.push(e);
@@ -1036,8 +1036,8 @@ fn check_params(
     problems: &mut Vec<String>,
 ) -> (Option<CompiledPattern>, Option<usize>) {
     unknown_keys(params, &PARAM_KEYS, "params.", place, problems);
-    let flags = crate::rules::read_flags(params.get("flags"), place, "params.flags", problems);
-    let pattern = crate::rules::compile_pattern(
+    let flags = crate::declared::read_flags(params.get("flags"), place, "params.flags", problems);
+    let pattern = crate::declared::compile_pattern(
         params.get("pattern"),
         &flags,
         place,

@@ -3,12 +3,13 @@
 //! gathering every problem into one `UnsupportedPackDeclarationError`.
 
 use crate::builtins;
-use crate::pattern::{self, cost, CompiledPattern, Flag};
+use crate::declared::{compile_pattern, read_flags, same_data};
+use crate::pattern::{self, cost, CompiledPattern};
 use crate::playbook::{list, PlaybookError};
 use crate::program::{self, Program, Schema};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 /// What a custom rule does when it matches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -174,29 +175,6 @@ pub fn declarations(doc: &Map<String, Value>, name: &str) -> Result<Declarations
     }
 }
 
-/// The six codons' compiled patterns, in [`builtins::CODONS`] order (every
-/// evaluator runs them, whatever the pack declares).
-pub(crate) fn codon_patterns() -> Result<&'static [CompiledPattern], String> {
-    static COMPILED: OnceLock<Result<Vec<CompiledPattern>, String>> = OnceLock::new();
-    COMPILED
-        .get_or_init(|| {
-            builtins::CODONS
-                .iter()
-                .map(|c| {
-                    let flags: &[Flag] = if c.ignore_case {
-                        &[Flag::IgnoreCase]
-                    } else {
-                        &[]
-                    };
-                    pattern::compile(c.pattern, flags)
-                        .map_err(|e| format!("built-in codon {}: {e}", c.code))
-                })
-                .collect()
-        })
-        .as_deref()
-        .map_err(Clone::clone)
-}
-
 /// Rules listed by name in a pack's cost problem, costliest first.
 const COSTLIEST_NAMED: usize = 3;
 
@@ -349,64 +327,6 @@ fn check_rule(
     })
 }
 
-/// Reads a list of flag names (SPEC §4.1), recording what is wrong with it.
-pub(crate) fn read_flags(
-    value: Option<&Value>,
-    place: &str,
-    key: &str,
-    problems: &mut Vec<String>,
-) -> Vec<Flag> {
-    let mut flags = Vec::new();
-    match value {
-        None | Some(Value::Null) => {}
-        Some(Value::Array(items)) => {
-            for f in items {
-                match f.as_str().map(|s| (s, Flag::parse(s))) {
-                    Some((_, Some(flag))) => flags.push(flag),
-                    Some((s, None)) => problems.push(format!(
-                        "{place}: unknown flag `{s}` (supported: IGNORECASE, MULTILINE, DOTALL)"
-                    )),
-                    None => problems.push(format!("{place}: `{key}` is not a list of strings")),
-                }
-            }
-        }
-        Some(_) => problems.push(format!("{place}: `{key}` is not a list of strings")),
-    }
-    flags
-}
-
-/// Compiles a rule's or codon's pattern under SPEC §4.2 and its cost
-/// check (§11.4), recording why it is refused (never quoting it).
-pub(crate) fn compile_pattern(
-    value: Option<&Value>,
-    flags: &[Flag],
-    place: &str,
-    key: &str,
-    problems: &mut Vec<String>,
-) -> Option<CompiledPattern> {
-    match value {
-        Some(Value::String(p)) => match pattern::compile(p, flags).and_then(|c| {
-            // SPEC §11.4: no pattern that can make an evaluation slow.
-            pattern::check_cost(&c)?;
-            Ok(c)
-        }) {
-            Ok(c) => Some(c),
-            Err(why) => {
-                problems.push(format!("{place}: `{key}` {why}"));
-                None
-            }
-        },
-        Some(_) => {
-            problems.push(format!("{place}: `{key}` is not a string"));
-            None
-        }
-        None => {
-            problems.push(format!("{place}: missing `{key}`"));
-            None
-        }
-    }
-}
-
 /// Reads `key` as one of `options` (by their playbook names), recording
 /// what is wrong with it otherwise.
 fn choice<T: Copy>(
@@ -471,22 +391,6 @@ fn check_builtin_list(
         } else {
             seen.insert(id.to_string(), i);
         }
-    }
-}
-
-/// Equality "as parsed data": numbers compare by value, as Python's `==` does (`1 == 1.0`).
-pub(crate) fn same_data(a: &Value, b: &Value) -> bool {
-    match (a, b) {
-        (Value::Number(x), Value::Number(y)) => x == y || x.as_f64() == y.as_f64(),
-        (Value::Array(x), Value::Array(y)) => {
-            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| same_data(p, q))
-        }
-        (Value::Object(x), Value::Object(y)) => {
-            x.len() == y.len()
-                && x.iter()
-                    .all(|(k, v)| y.get(k).is_some_and(|w| same_data(v, w)))
-        }
-        _ => a == b,
     }
 }
 

@@ -26,8 +26,8 @@ use crate::error::{ErrorName, Named};
 use crate::license::IssuerKeys;
 use crate::request::parse_strict;
 use crate::server::config::{LogConfig, LogFormat};
-use crate::server::listener::{self, ConnLimits};
-use crate::server::routes::{
+use crate::server::http::listener::{self, ConnLimits};
+use crate::server::http::{
     check_content_type, drop_unusable_request_id, json_response, layer_error_json, method_label,
     panic_response, route_table, status_of, ApiError, LayerMessages, Route, REQUEST_ID_HEADER,
 };
@@ -274,7 +274,7 @@ async fn observe(req: Request, next: Next) -> Response {
         .extensions()
         .get::<MatchedPath>()
         .and_then(|m| ROUTES.iter().find(|r| r.path == m.as_str()))
-        .map_or(crate::server::routes::UNMATCHED_ROUTE, |r| r.label);
+        .map_or(crate::server::http::UNMATCHED_ROUTE, |r| r.label);
     let method = method_label(req.method());
     let request_id = req
         .headers()

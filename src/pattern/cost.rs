@@ -1147,7 +1147,7 @@ mod tests {
     }
 
     fn codons() -> Vec<crate::pattern::CompiledPattern> {
-        crate::rules::codon_patterns().unwrap().to_vec()
+        crate::declared::codon_patterns().unwrap().to_vec()
     }
 
     fn pack(rules: &[&str]) -> Result<PackCost, PackCostError> {

@@ -6,6 +6,9 @@ use crate::Error;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
+/// The header LiteLLM sends its guardrail `api_key` in.
+pub const API_KEY_HEADER: &str = "x-api-key";
+
 /// Largest token file read (a token per line; far more than any deployment needs).
 pub const MAX_TOKENS_FILE_BYTES: u64 = 1024 * 1024;
 

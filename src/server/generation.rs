@@ -33,7 +33,7 @@ pub struct Sources {
 
 impl Sources {
     /// The sources named by a configuration.
-    pub fn from_config(c: &super::Config) -> Self {
+    pub fn from_config(c: &super::config::Config) -> Self {
         Self {
             license: c.license.clone(),
             issuer_keys: c.issuer_keys.clone(),

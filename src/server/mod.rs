@@ -1,180 +1,63 @@
-//! Serve mode (SPEC §9): `helixor-pack serve` as a library. This module holds
-//! the shared state (the serving generation behind an `ArcSwap`, metrics,
-//! reload bookkeeping, draining flag) and runs the server: start-up load,
-//! listener, reload triggers, expiry warnings, graceful shutdown. It does not
-//! parse command-line flags (the binary does) and never logs payloads or keys.
+//! Serve mode (SPEC §9): `helixor-pack serve` as a library. This module
+//! runs the server: start-up load, listener, reload triggers, expiry
+//! warnings, graceful shutdown. It does not parse command-line flags (the
+//! binary does) and never logs payloads or keys. Its modules, each
+//! importing only those listed before it:
 //!
 //! - [`config`]: the YAML file, `HELIXOR_*` variables and flags;
+//! - [`metrics`]: the Prometheus registry; [`auth`]: bearer tokens;
 //! - [`generation`]: reading a deployment and building a generation;
+//! - `http`: the HTTP kit shared with the catalog server: the JSON error
+//!   type, body extractors, route tables, request ids, the accept loop
+//!   (connection cap, header-read and idle timeouts);
+//! - `state`: [`AppState`], what handlers, middleware and reloads share;
 //! - [`reload`](mod@reload): one-at-a-time reloads and their triggers;
-//! - [`routes`]: the HTTP API and its middleware;
-//! - [`metrics`]: the Prometheus registry;
-//! - [`auth`]: bearer tokens;
-//! - `litellm`: LiteLLM's generic guardrail API (SPEC §12.1);
-//! - `envoy`: Envoy's external authorization, HTTP service mode (SPEC §12.2);
-//! - [`ext_proc`]: Envoy's external processing over gRPC (SPEC §12.3);
-//! - `gateway`: what the gateway routes share: judging every string of a
-//!   body (SPEC §12.4), the deciding decision, the refusal body;
-//! - [`listener`]: the accept loop: connection cap, header-read and idle timeouts;
+//! - `work`: a request's slot and body memory, large work off the async
+//!   workers, the serving generation and the choice of pack;
+//! - `api`: serve mode's handlers (evaluation, the event stream,
+//!   operations);
+//! - `gateway`: the gateways (SPEC §12): judging every string of a body
+//!   (§12.4), the deciding decision and the refusal body, used by LiteLLM's
+//!   guardrail API (§12.1), Envoy's ext_authz (§12.2) and [`ext_proc`]
+//!   (§12.3);
+//! - [`routes`]: the one route table and the middleware stack;
 //! - [`healthcheck`]: the `helixor-pack healthcheck` probe client.
+//!
+//! `scripts/module-graph.py --check` (run by CI) fails on any import cycle.
 
+mod api;
 pub mod auth;
 pub mod config;
-mod envoy;
-pub mod ext_proc;
 pub(crate) mod gateway;
 pub mod generation;
 pub mod healthcheck;
-pub mod listener;
-mod litellm;
+pub(crate) mod http;
 pub mod metrics;
 pub mod reload;
 pub mod routes;
-mod stream;
+mod state;
+mod work;
 
 pub use config::{Config, LogFormat, ServeOptions};
+pub use gateway::ext_proc;
 pub use generation::{Generation, Sources};
 pub use reload::{reload, ReloadOutcome, Trigger};
 pub use routes::{router, Route, ROUTES};
+pub use state::{AppState, BODY_BUDGET_BODIES};
 
 use crate::license::format_time;
 use crate::Error;
-use arc_swap::ArcSwapOption;
-use metrics::{Metrics, ReloadLabel};
+use http::listener;
 use std::io::Write;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 use std::time::Duration;
 use time::OffsetDateTime;
 use tokio::signal::unix::{signal, SignalKind};
 
 /// Licenses closer than this to `not_after` are warned about daily (§9.6).
 pub const EXPIRY_WARNING: Duration = Duration::from_secs(14 * 24 * 3600);
-
-/// Everything the handlers and the reload triggers share.
-#[derive(Debug)]
-pub struct AppState {
-    /// The configuration the server started with.
-    pub config: Config,
-    /// Where the deployment's files are.
-    pub sources: Sources,
-    /// The serving generation; a request loads it once.
-    pub(crate) current: ArcSwapOption<Generation>,
-    /// The metrics registry.
-    pub metrics: Metrics,
-    /// Held by the reload in progress (one at a time).
-    pub(crate) reload_lock: tokio::sync::Mutex<()>,
-    last_reload: Mutex<Option<ReloadOutcome>>,
-    draining: AtomicBool,
-    /// Slots of `limits.max_concurrency`.
-    pub(crate) slots: Arc<tokio::sync::Semaphore>,
-    /// Set while a reload's thread reads the deployment (it may outlive its
-    /// deadline: see [`reload::bounded`]).
-    pub(crate) reload_busy: Arc<AtomicBool>,
-    /// Memory for large request bodies, in KiB ([`body_budget_kib`]).
-    pub(crate) body_budget: Arc<tokio::sync::Semaphore>,
-    /// The streams in flight and their memory (`POST /v1/evaluate/stream`).
-    pub(crate) streams: stream::Streams,
-}
-
-/// Large request bodies held in memory at once, at the largest allowed size
-/// (16 MiB at the default limit). Enough to keep the few large evaluations
-/// that run at once busy; more only grows what the allocator keeps after a
-/// flood (64: 340 MB resident after 400 requests of 1 MiB, 16: 115 MB).
-pub const BODY_BUDGET_BODIES: usize = 16;
-
-/// The memory large request bodies may take at once, in KiB: enough for
-/// [`BODY_BUDGET_BODIES`] bodies of `max_body_bytes` (a body past it waits,
-/// unread, for the others' requests to end).
-fn body_budget_kib(max_body_bytes: usize) -> usize {
-    // Counted as reservations are (whole KiB a body), so that exactly that
-    // many of the largest bodies fit.
-    max_body_bytes
-        .div_ceil(1024)
-        .saturating_mul(BODY_BUDGET_BODIES)
-        .clamp(1, 1 << 29)
-}
-
-impl AppState {
-    /// The state for `config`, serving `generation` if given (start-up:
-    /// generation 1; `None` answers 503 until a reload succeeds).
-    pub fn new(config: Config, generation: Option<Generation>) -> Result<Arc<Self>, Error> {
-        let metrics = Metrics::new().map_err(|e| Error::io("cannot create the metrics", e))?;
-        let max_body_bytes = config.limits.max_body_bytes;
-        let state = Arc::new(Self {
-            sources: Sources::from_config(&config),
-            slots: Arc::new(tokio::sync::Semaphore::new(config.limits.max_concurrency)),
-            config,
-            current: ArcSwapOption::empty(),
-            metrics,
-            reload_lock: tokio::sync::Mutex::new(()),
-            last_reload: Mutex::new(None),
-            draining: AtomicBool::new(false),
-            reload_busy: Arc::new(AtomicBool::new(false)),
-            body_budget: Arc::new(tokio::sync::Semaphore::new(body_budget_kib(max_body_bytes))),
-            streams: stream::Streams::default(),
-        });
-        if let Some(g) = generation {
-            state.install(g);
-            state.metrics.record_reload(
-                ReloadLabel::Success,
-                false,
-                OffsetDateTime::now_utc().unix_timestamp() as f64,
-            );
-        }
-        Ok(state)
-    }
-
-    /// The serving generation, if any.
-    pub fn current(&self) -> Option<Arc<Generation>> {
-        self.current.load_full()
-    }
-
-    /// Swaps `generation` in; requests in flight keep the one they loaded.
-    pub(crate) fn install(&self, generation: Generation) {
-        self.metrics.set_generation(
-            generation.number,
-            generation.packs.len(),
-            generation.not_after_unix,
-        );
-        if let Some(d) = &self.config.default_pack {
-            if !generation.packs.contains_key(d) {
-                tracing::warn!(
-                    default_pack = %d,
-                    generation = generation.number,
-                    "default_pack is not loaded: requests naming no pack get 404"
-                );
-            }
-        }
-        self.current.store(Some(Arc::new(generation)));
-    }
-
-    /// The last reload attempt, if any.
-    pub fn last_reload(&self) -> Option<ReloadOutcome> {
-        self.last_reload
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone()
-    }
-
-    pub(crate) fn set_last_reload(&self, outcome: ReloadOutcome) {
-        *self
-            .last_reload
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(outcome);
-    }
-
-    /// Starts draining: `/readyz` answers 503 from now on.
-    pub fn begin_drain(&self) {
-        self.draining.store(true, Ordering::SeqCst);
-    }
-
-    /// Whether the server is draining.
-    pub fn is_draining(&self) -> bool {
-        self.draining.load(Ordering::SeqCst)
-    }
-}
 
 /// Installs the `tracing` subscriber of `log` (stderr; a second call is a no-op).
 pub fn init_logging(log: &config::LogConfig) {

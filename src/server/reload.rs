@@ -6,7 +6,8 @@
 
 use super::generation::{describe, Generation, Snapshot};
 use super::metrics::ReloadLabel;
-use super::AppState;
+use super::state::AppState;
+pub use super::state::{ReloadOutcome, Trigger};
 use crate::license::format_time;
 use crate::Error;
 use notify::event::{AccessKind, AccessMode, ModifyKind};
@@ -17,50 +18,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use time::OffsetDateTime;
-
-/// What started a reload.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Trigger {
-    /// File-system events in a watched directory, after the debounce.
-    Watch,
-    /// The periodic digest rescan.
-    Rescan,
-    /// `SIGHUP`.
-    Signal,
-    /// `POST /admin/reload`.
-    Admin,
-}
-
-impl Trigger {
-    /// `watch`, `rescan`, `sighup` or `admin`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Watch => "watch",
-            Self::Rescan => "rescan",
-            Self::Signal => "sighup",
-            Self::Admin => "admin",
-        }
-    }
-}
-
-/// The outcome of one reload attempt (`last_reload` of `/v1/status`).
-#[derive(Debug, Clone, PartialEq)]
-pub struct ReloadOutcome {
-    /// When the attempt ended.
-    pub at: OffsetDateTime,
-    /// `success`, `unchanged` or `failure`.
-    pub result: ReloadLabel,
-    /// The generation serving after the attempt (0 if none).
-    pub generation: u64,
-    /// The error name of a failure.
-    pub error: Option<&'static str>,
-    /// The error message of a failure (names files, never keys or payloads).
-    pub message: Option<String>,
-    /// What started it.
-    pub trigger: Trigger,
-    /// How long it took.
-    pub duration: Duration,
-}
 
 /// How long one reload may read and check the deployment's files (SPEC §9.1
 /// Files): past it the reload fails and the serving generation stays. A

@@ -5,10 +5,15 @@
 //! no list of paths lives here. It must not evaluate, read a body's content
 //! or log a payload, a token or a raw path.
 
-use super::error::{layer_error_json, ApiError, LayerMessages};
-use super::extract::{declared_length, declares_over, is_length_limit, too_large};
-use super::{route_at, AppStateRef, Route, ROUTES, UNMATCHED_ROUTE};
+use super::{route_at, ROUTES, UNMATCHED_ROUTE};
 use crate::error::ErrorName;
+use crate::server::auth::API_KEY_HEADER;
+use crate::server::http::{
+    answer_too_large, declared_length, declares_over, is_length_limit, layer_error_json,
+    method_label, too_large, ApiError, LayerMessages, Route, REQUEST_ID_HEADER,
+};
+use crate::server::state::AppStateRef;
+use crate::server::work::{EvalNote, Held, Slot, INLINE_BYTES, QUEUE_WAIT, SLOT};
 use axum::body::Body;
 use axum::extract::{MatchedPath, Request, State};
 use axum::http::header::{AUTHORIZATION, CONTENT_TYPE, TRANSFER_ENCODING};
@@ -17,27 +22,6 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-/// The request id header, taken from the request or generated.
-pub const REQUEST_ID_HEADER: &str = "x-request-id";
-/// Longest client `x-request-id` kept; a longer one is replaced.
-pub const MAX_REQUEST_ID_LEN: usize = 128;
-/// How long a request waits for a slot when `max_concurrency` are in flight.
-pub const QUEUE_WAIT: Duration = Duration::from_millis(250);
-/// The header LiteLLM sends its guardrail `api_key` in.
-pub const API_KEY_HEADER: &str = "x-api-key";
-
-/// An empty, overlong or non-printable `x-request-id` is dropped, so one is generated.
-pub(crate) async fn drop_unusable_request_id(mut req: Request) -> Request {
-    let unusable = req.headers().get(REQUEST_ID_HEADER).is_some_and(|v| {
-        let b = v.as_bytes();
-        b.is_empty() || b.len() > MAX_REQUEST_ID_LEN || !b.iter().all(|c| c.is_ascii_graphic())
-    });
-    if unusable {
-        req.headers_mut().remove(REQUEST_ID_HEADER);
-    }
-    req
-}
 
 /// Serve mode's [`LayerMessages`].
 const SERVE_MESSAGES: LayerMessages = LayerMessages {
@@ -52,47 +36,12 @@ pub(super) async fn json_errors(resp: Response) -> Response {
     layer_error_json(resp, &SERVE_MESSAGES)
 }
 
-/// What the evaluation handlers tell the request log line (debug level only).
-#[derive(Debug, Clone)]
-pub(crate) struct EvalNote {
-    pack_id: String,
-    action: String,
-}
-
-/// `resp` with the deciding decision noted for the request log line.
-pub(crate) fn noted(mut resp: Response, d: &crate::engine::Decision<'_>) -> Response {
-    if tracing::enabled!(tracing::Level::DEBUG) {
-        resp.extensions_mut().insert(EvalNote {
-            pack_id: d.pack_id.to_string(),
-            action: d.action.to_string(),
-        });
-    }
-    resp
-}
-
 /// The `route` label of a request: its entry's label, never the raw path.
 fn route_label(req: &Request) -> &'static str {
     req.extensions()
         .get::<MatchedPath>()
         .and_then(|m| ROUTES.iter().find(|r| r.path == m.as_str()))
         .map_or(UNMATCHED_ROUTE, |r| r.label)
-}
-
-/// The `method` label: the standard methods, else `other`.
-pub(crate) fn method_label(method: &axum::http::Method) -> &'static str {
-    use axum::http::Method;
-    match *method {
-        Method::GET => "GET",
-        Method::POST => "POST",
-        Method::HEAD => "HEAD",
-        Method::PUT => "PUT",
-        Method::DELETE => "DELETE",
-        Method::PATCH => "PATCH",
-        Method::OPTIONS => "OPTIONS",
-        Method::TRACE => "TRACE",
-        Method::CONNECT => "CONNECT",
-        _ => "other",
-    }
 }
 
 /// Metrics and the per-request debug line (route template, never the raw path).
@@ -174,7 +123,7 @@ pub(super) async fn concurrency(
     req: Request,
     next: Next,
 ) -> Response {
-    if route_at(req.uri().path()).is_some_and(|r: &Route| r.probe) {
+    if route_at(req.uri().path()).is_some_and(|r: &Route<AppStateRef>| r.probe) {
         return next.run(req).await;
     }
     // The slot is taken once the whole body has arrived (SPEC §9.1): a
@@ -190,7 +139,7 @@ pub(super) async fn concurrency(
     // server's memory (SPEC §9.1; issue 27 row 5). Small bodies, probes'
     // and most requests', need no reservation.
     let reserve = match declared_length(&parts.headers) {
-        Some(n) if n <= super::INLINE_BYTES as u64 => 0,
+        Some(n) if n <= INLINE_BYTES as u64 => 0,
         Some(n) => n,
         // A chunked body may be as large as allowed; with neither header
         // there is no body (HTTP/1.1).
@@ -249,15 +198,13 @@ pub(super) async fn concurrency(
     // runs, even past a 503 (`off_workers`): the slot and the body's memory.
     // A handler whose work outlives its response (a stream session) takes
     // the slot along ([`Slot`]) and frees it when that work ends.
-    let held = Arc::new(super::evaluate::Held {
+    let held = Arc::new(Held {
         slot: std::sync::Mutex::new(Some(permit)),
         _body: reserved,
     });
     let mut req = req;
     req.extensions_mut().insert(Slot(Arc::clone(&held)));
-    let resp = super::evaluate::SLOT
-        .scope(Arc::clone(&held), next.run(req))
-        .await;
+    let resp = SLOT.scope(Arc::clone(&held), next.run(req)).await;
     // Every route's answer is held to the limit; the evaluation routes
     // already stop serialising at it, this catches any other.
     let max = limits.max_response_bytes;
@@ -265,7 +212,7 @@ pub(super) async fn concurrency(
         .exact()
         .is_some_and(|n| n > max as u64)
     {
-        return super::error::answer_too_large(max).into_response();
+        return answer_too_large(max).into_response();
     }
     let streaming = resp
         .headers()
@@ -283,18 +230,6 @@ pub(super) async fn concurrency(
     }
     drop(held);
     resp
-}
-
-/// The concurrency slot of a request, in its extensions: a handler may take
-/// it ([`Slot::take`]) to hold it for work that goes on after its response.
-#[derive(Debug, Clone)]
-pub(crate) struct Slot(Arc<super::evaluate::Held>);
-
-impl Slot {
-    /// The permit, if no one took it yet.
-    pub(crate) fn take(&self) -> Option<tokio::sync::OwnedSemaphorePermit> {
-        self.0.take_slot()
-    }
 }
 
 #[cfg(test)]

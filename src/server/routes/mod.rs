@@ -4,38 +4,30 @@
 //! routes outside the concurrency limit, gateway routes that take
 //! `x-api-key`, the metrics label, being documented in `openapi.yaml` — is
 //! a field of its entry, and nothing keeps a second list. This module
-//! wires; it does not handle requests itself.
+//! wires; it does not handle requests itself: the handlers are in
+//! `server::api` and `server::gateway`, what they share in `server::http`
+//! and `server::work`, none of which
+//! import this module.
 //!
-//! - [`error`](mod@error): [`ApiError`] and the JSON error bodies;
-//! - `extract`: body extractors (content type, size cap, strict JSON);
-//! - `middleware`: request ids, metrics, auth, concurrency;
-//! - `evaluate`: the evaluation handlers and pack choice;
-//! - `ops`: probes, status, metrics, reload.
+//! - `middleware`: metrics and the request log line, auth, concurrency,
+//!   JSON error bodies for the layers' own answers.
 
-pub mod error;
-mod evaluate;
-mod extract;
 mod middleware;
-mod ops;
 
-pub use error::{json_response, status_of, ApiError, INTERNAL_ERROR};
-pub use middleware::{API_KEY_HEADER, MAX_REQUEST_ID_LEN, QUEUE_WAIT, REQUEST_ID_HEADER};
+pub use crate::server::auth::API_KEY_HEADER;
+pub use crate::server::http::{Route, UNMATCHED_ROUTE};
+pub use crate::server::work::QUEUE_WAIT;
 
-pub(crate) use error::{json_response_capped, layer_error_json, panic_response, LayerMessages};
-pub(crate) use evaluate::{abandoned, choose, off_workers, serving, INLINE_BYTES};
-pub(crate) use extract::{
-    check_content_type, compressed_reply, compressed_request, content_coding, EvaluateBody,
-    JsonBytes, RawBody,
-};
-pub(crate) use middleware::{drop_unusable_request_id, method_label, noted, Slot};
-
-use super::AppState;
 use crate::error::ErrorName;
+use crate::server::api::{evaluate, ops, stream};
+use crate::server::gateway::{envoy, litellm};
+use crate::server::http::{
+    drop_unusable_request_id, panic_response, route_table, ApiError, REQUEST_ID_HEADER,
+};
+use crate::server::state::{AppState, AppStateRef};
 use axum::extract::Request;
-use axum::http::header::ALLOW;
-use axum::http::{HeaderValue, StatusCode};
+use axum::http::StatusCode;
 use axum::middleware as mw;
-use axum::response::{IntoResponse, Response};
 use axum::routing::{on, MethodFilter, MethodRouter};
 use axum::Router;
 use std::sync::Arc;
@@ -46,48 +38,13 @@ use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetReques
 use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::TraceLayer;
 
-pub(crate) type AppStateRef = Arc<AppState>;
-
-/// One entry of a route table: a method on a path, its handler and what
-/// the middleware and the OpenAPI test must know of it.
-#[derive(Debug, Clone, Copy)]
-pub struct Route<S: 'static = AppStateRef> {
-    /// The method, upper case (`GET`, `POST`, …).
-    pub method: &'static str,
-    /// The path template as the router matches it (`{*path}`: the rest).
-    pub path: &'static str,
-    /// Builds the handler for a method filter.
-    pub handler: fn(MethodFilter) -> MethodRouter<S>,
-    /// Answers without a bearer token (probes and scraping, SPEC §9.1).
-    pub auth_exempt: bool,
-    /// Outside the concurrency limit: a probe must answer under load.
-    pub probe: bool,
-    /// Also takes the token as `x-api-key` (gateway routes, SPEC §12).
-    pub gateway: bool,
-    /// The `route` label of its metrics (never a raw path).
-    pub label: &'static str,
-    /// Documented in the server's OpenAPI document.
-    pub documented: bool,
-}
-
-impl<S> Route<S> {
-    /// Whether a request path is this route's (a `{*path}` template
-    /// matches every path under its prefix).
-    pub fn matches(&self, path: &str) -> bool {
-        match self.path.strip_suffix("{*path}") {
-            Some(prefix) => path.starts_with(prefix),
-            None => self.path == path,
-        }
-    }
-}
-
 /// An evaluating or gateway route: needs a token, is limited, is labelled
 /// by its template.
 const fn api(
     method: &'static str,
     path: &'static str,
     handler: fn(MethodFilter) -> MethodRouter<AppStateRef>,
-) -> Route {
+) -> Route<AppStateRef> {
     Route {
         method,
         path,
@@ -105,7 +62,7 @@ const fn gateway(
     method: &'static str,
     path: &'static str,
     handler: fn(MethodFilter) -> MethodRouter<AppStateRef>,
-) -> Route {
+) -> Route<AppStateRef> {
     Route {
         gateway: true,
         ..api(method, path, handler)
@@ -117,7 +74,7 @@ const fn probe(
     method: &'static str,
     path: &'static str,
     handler: fn(MethodFilter) -> MethodRouter<AppStateRef>,
-) -> Route {
+) -> Route<AppStateRef> {
     Route {
         auth_exempt: true,
         probe: true,
@@ -127,23 +84,23 @@ const fn probe(
 
 /// ext_authz answers every method Envoy forwards (SPEC §12.2).
 fn ext_authz(f: MethodFilter) -> MethodRouter<AppStateRef> {
-    on(f, super::envoy::ext_authz)
+    on(f, envoy::ext_authz)
 }
 
 /// Every route of serve mode. The router, the auth exemptions, the probe
 /// routes, the gateway routes, the metrics labels and the OpenAPI test are
 /// all derived from this one table.
-pub static ROUTES: &[Route] = &[
+pub static ROUTES: &[Route<AppStateRef>] = &[
     api("POST", "/evaluate", |f| on(f, evaluate::evaluate)),
     api("POST", "/v1/evaluate", |f| on(f, evaluate::evaluate_v1)),
     api("POST", "/evaluate/batch", |f| {
         on(f, evaluate::evaluate_batch)
     }),
     api("POST", "/v1/evaluate/stream", |f| {
-        on(f, super::stream::evaluate_stream)
+        on(f, stream::evaluate_stream)
     }),
     gateway("POST", "/beta/litellm_basic_guardrail_api", |f| {
-        on(f, super::litellm::guardrail)
+        on(f, litellm::guardrail)
     }),
     gateway("GET", "/envoy/ext_authz/{*path}", ext_authz),
     gateway("POST", "/envoy/ext_authz/{*path}", ext_authz),
@@ -162,90 +119,12 @@ pub static ROUTES: &[Route] = &[
 
 /// The entry a request path falls under, if any (its flags are the same
 /// for every method of a path).
-pub(crate) fn route_at(path: &str) -> Option<&'static Route> {
+pub(crate) fn route_at(path: &str) -> Option<&'static Route<AppStateRef>> {
     ROUTES.iter().find(|r| r.matches(path))
 }
 
-/// The `route` label of a request that matched no route.
-pub const UNMATCHED_ROUTE: &str = "unmatched";
-
 /// The message of a 404 for a path of no route.
-const NOT_FOUND_MESSAGE: &str = "no such route (see openapi.yaml)";
-
-/// The filter of an upper-case method name.
-fn method_filter(method: &str) -> Option<MethodFilter> {
-    Some(match method {
-        "GET" => MethodFilter::GET,
-        "POST" => MethodFilter::POST,
-        "PUT" => MethodFilter::PUT,
-        "PATCH" => MethodFilter::PATCH,
-        "DELETE" => MethodFilter::DELETE,
-        "OPTIONS" => MethodFilter::OPTIONS,
-        _ => return None,
-    })
-}
-
-/// The methods `path` answers in `routes`, as the `Allow` header lists them.
-fn allowed<S>(routes: &[Route<S>], path: &str) -> String {
-    let mut methods: Vec<&str> = Vec::new();
-    for r in routes.iter().filter(|r| r.path == path) {
-        methods.push(r.method);
-        if r.method == "GET" {
-            methods.push("HEAD");
-        }
-    }
-    methods.join(", ")
-}
-
-fn method_not_allowed(allow: &str) -> Response {
-    let mut resp = ApiError::new(
-        ErrorName::MethodNotAllowedError,
-        format!("this route answers {allow}"),
-    )
-    .into_response();
-    if let Ok(v) = HeaderValue::from_str(allow) {
-        resp.headers_mut().insert(ALLOW, v);
-    }
-    resp
-}
-
-/// A router of every entry of `routes`; another method on a known path is
-/// a 405 `MethodNotAllowedError` with `Allow`. (Serve mode and the catalog
-/// both build theirs with it, from their route tables.)
-pub(crate) fn route_table<S: Clone + Send + Sync + 'static>(
-    routes: &'static [Route<S>],
-) -> Router<S> {
-    let mut app: Router<S> = Router::new();
-    let mut paths: Vec<&str> = Vec::new();
-    for r in routes {
-        if !paths.contains(&r.path) {
-            paths.push(r.path);
-        }
-    }
-    for path in paths {
-        let mut methods: Option<MethodRouter<S>> = None;
-        for r in routes.iter().filter(|r| r.path == path) {
-            if let Some(filter) = method_filter(r.method) {
-                let e = (r.handler)(filter);
-                methods = Some(match methods {
-                    Some(mr) => mr.merge(e),
-                    None => e,
-                });
-            }
-        }
-        if let Some(mr) = methods {
-            let allow = allowed(routes, path);
-            app = app.route(
-                path,
-                mr.fallback(move || {
-                    let allow = allow.clone();
-                    async move { method_not_allowed(&allow) }
-                }),
-            );
-        }
-    }
-    app
-}
+pub(crate) const NOT_FOUND_MESSAGE: &str = "no such route (see openapi.yaml)";
 
 async fn not_found() -> ApiError {
     ApiError::new(ErrorName::NotFoundError, NOT_FOUND_MESSAGE)
@@ -301,6 +180,7 @@ pub fn router(state: Arc<AppState>) -> Router {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::server::http::table::method_filter;
 
     #[test]
     fn every_method_of_a_path_has_the_same_flags() {

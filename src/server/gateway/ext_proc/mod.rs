@@ -24,16 +24,16 @@
 
 pub mod sse;
 
-use super::gateway::{
+use super::{
     abandoned_error, body_error, declared_json, judge_body, violation_body, Judge,
     Verdict as BodyVerdict, ACTION_HEADER, PACK_HEADER, RECEIPT_HEADER,
 };
-use super::generation::Generation;
-use super::routes::{
-    choose, compressed_reply, compressed_request, content_coding, serving, ApiError, API_KEY_HEADER,
-};
-use super::AppState;
 use crate::engine::{Evaluator, StreamOptions};
+use crate::server::auth::API_KEY_HEADER;
+use crate::server::generation::Generation;
+use crate::server::http::{compressed_reply, compressed_request, content_coding, ApiError};
+use crate::server::state::AppState;
+use crate::server::work::{choose, serving};
 use crate::ErrorName;
 use axum::http::StatusCode;
 use envoy_types::pb::envoy::config::core::v3::{
@@ -76,12 +76,12 @@ pub const ROUTE_REQUEST: &str = "ext_proc:request";
 /// `route` label of reply answers in `helixor_gateway_answers_total`.
 pub const ROUTE_RESPONSE: &str = "ext_proc:response";
 /// Above this many bytes, a body is judged on a blocking thread.
-const INLINE_BYTES: usize = super::routes::INLINE_BYTES;
+const INLINE_BYTES: usize = crate::server::work::INLINE_BYTES;
 /// Answers queued towards Envoy per stream.
 const ANSWER_BUFFER: usize = 16;
 /// How long a new stream waits for an `ext_proc.max_concurrency` slot: as
 /// long as an HTTP request waits for one of its own.
-const QUEUE_WAIT: Duration = super::routes::QUEUE_WAIT;
+const QUEUE_WAIT: Duration = crate::server::work::QUEUE_WAIT;
 
 /// The ext_proc gRPC service, sharing the HTTP server's state but not its
 /// concurrency slots (SPEC §9.1 `ext_proc.max_concurrency`): streams that

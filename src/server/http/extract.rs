@@ -6,7 +6,6 @@
 //! nothing else of the state, and never quote a body in a message.
 
 use super::error::ApiError;
-use super::AppStateRef;
 use crate::error::ErrorName;
 use crate::request::{self, BodyError, EvaluateRequest};
 use axum::body::Bytes;
@@ -14,6 +13,12 @@ use axum::extract::{FromRequest, Request};
 use axum::http::header::{CONTENT_ENCODING, CONTENT_LENGTH, CONTENT_TYPE};
 use axum::http::HeaderMap;
 use serde_json::{Map, Value};
+
+/// What a server's state tells the extractors: the largest body it reads.
+pub(crate) trait BodyLimit {
+    /// `limits.max_body_bytes` (413 over it).
+    fn max_body_bytes(&self) -> usize;
+}
 
 /// The raw body, at most `limits.max_body_bytes` (any content type: the
 /// ext_authz route reads any method's body).
@@ -41,20 +46,18 @@ pub(crate) struct EvaluateBody {
     pub rest: Map<String, Value>,
 }
 
-impl FromRequest<AppStateRef> for RawBody {
+impl<S: BodyLimit + Send + Sync> FromRequest<S> for RawBody {
     type Rejection = ApiError;
 
-    async fn from_request(req: Request, state: &AppStateRef) -> Result<Self, ApiError> {
-        read_body(req, state.config.limits.max_body_bytes)
-            .await
-            .map(RawBody)
+    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        read_body(req, state.max_body_bytes()).await.map(RawBody)
     }
 }
 
-impl FromRequest<AppStateRef> for JsonBody {
+impl<S: BodyLimit + Send + Sync> FromRequest<S> for JsonBody {
     type Rejection = ApiError;
 
-    async fn from_request(req: Request, state: &AppStateRef) -> Result<Self, ApiError> {
+    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
         let bytes = json_bytes(req, state).await?;
         request::parse_strict(&bytes)
             .map(JsonBody)
@@ -62,18 +65,18 @@ impl FromRequest<AppStateRef> for JsonBody {
     }
 }
 
-impl FromRequest<AppStateRef> for JsonBytes {
+impl<S: BodyLimit + Send + Sync> FromRequest<S> for JsonBytes {
     type Rejection = ApiError;
 
-    async fn from_request(req: Request, state: &AppStateRef) -> Result<Self, ApiError> {
+    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
         json_bytes(req, state).await.map(JsonBytes)
     }
 }
 
-impl FromRequest<AppStateRef> for EvaluateBody {
+impl<S: BodyLimit + Send + Sync> FromRequest<S> for EvaluateBody {
     type Rejection = ApiError;
 
-    async fn from_request(req: Request, state: &AppStateRef) -> Result<Self, ApiError> {
+    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
         let bytes = json_bytes(req, state).await?;
         let (request, rest) = request::parse_evaluate_object(&bytes).map_err(bad_body)?;
         Ok(Self { request, rest })
@@ -86,9 +89,9 @@ fn bad_body(e: BodyError) -> ApiError {
 }
 
 /// The bytes of a JSON body: content type first (415), then size (413).
-async fn json_bytes(req: Request, state: &AppStateRef) -> Result<Bytes, ApiError> {
+async fn json_bytes(req: Request, state: &impl BodyLimit) -> Result<Bytes, ApiError> {
     check_content_type(req.headers())?;
-    read_body(req, state.config.limits.max_body_bytes).await
+    read_body(req, state.max_body_bytes()).await
 }
 
 /// 415 `UnsupportedMediaTypeError` unless the content type is JSON.

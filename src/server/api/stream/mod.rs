@@ -23,11 +23,13 @@
 //! event is the session's own decision, with its engine time as
 //! `latency_us`.
 
-use super::listener::CloseConnection;
-use super::routes::{choose, serving, ApiError, AppStateRef, EvaluateBody, Slot};
-use super::AppState;
+pub(crate) mod registry;
+
 use crate::engine::{Decision, Normalize, OwnedStreamSession, Releases, Severity, StreamOptions};
 use crate::request::type_name;
+use crate::server::http::{ApiError, CloseConnection, EvaluateBody};
+use crate::server::state::{AppState, AppStateRef};
+use crate::server::work::{choose, serving, Slot};
 use axum::body::{Body, Bytes};
 use axum::extract::{Extension, State};
 use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE};
@@ -35,9 +37,9 @@ use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use serde_json::{Map, Value};
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::runtime::Handle;
 use tokio::sync::mpsc::error::TrySendError;
@@ -143,7 +145,7 @@ fn stream_request(
 }
 
 /// The handler of `POST /v1/evaluate/stream`.
-pub(super) async fn evaluate_stream(
+pub(crate) async fn evaluate_stream(
     State(state): State<AppStateRef>,
     slot: Option<Extension<Slot>>,
     closer: Option<Extension<CloseConnection>>,
@@ -264,106 +266,7 @@ impl Reader {
     }
 }
 
-/// The streams in flight and the bytes each holds (see [`STREAM_BODIES`]),
-/// and those waiting for their readers by when they began to wait: the
-/// first to be cut when a stream needs room.
-#[derive(Debug, Default)]
-pub(crate) struct Streams(Mutex<Registry>);
-
-#[derive(Debug, Default)]
-struct Registry {
-    next: u64,
-    total: usize,
-    /// Stream → its bytes, its wait number while it waits, what cuts it.
-    live: HashMap<u64, (usize, Option<u64>, Arc<Notify>)>,
-    /// Wait number → stream, the longest-waiting first.
-    waiting: BTreeMap<u64, u64>,
-}
-
-impl Registry {
-    /// Cuts waiting streams, the longest-waiting first, until `need` more
-    /// bytes fit in `budget`; whether they do.
-    fn make_room(&mut self, need: usize, budget: usize) -> bool {
-        while self.total.saturating_add(need) > budget {
-            let Some((_, id)) = self.waiting.pop_first() else {
-                return false;
-            };
-            if let Some((bytes, _, cut)) = self.live.remove(&id) {
-                self.total -= bytes;
-                cut.notify_one();
-            }
-        }
-        true
-    }
-}
-
-impl Streams {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Registry> {
-        self.0.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// Admits a stream that holds `bytes`, cutting streams that wait for
-    /// their readers to make room; `None` when the streams at work leave
-    /// none. Its number, and what tells it that it was cut.
-    fn admit(&self, bytes: usize, budget: usize) -> Option<(u64, Arc<Notify>)> {
-        let mut r = self.lock();
-        if !r.make_room(bytes, budget) {
-            return None;
-        }
-        let id = r.next;
-        r.next += 1;
-        let cut = Arc::new(Notify::new());
-        r.total += bytes;
-        r.live.insert(id, (bytes, None, Arc::clone(&cut)));
-        Some((id, cut))
-    }
-
-    /// The stream now holds `bytes` and waits for its reader (`true`) or
-    /// works (`false`): a waiting stream may be cut from now on, and while
-    /// the streams hold more than `budget` the longest-waiting are (this
-    /// one too, if it comes to it). Whether it is still in flight.
-    fn set(&self, id: u64, bytes: usize, waits: bool, budget: usize) -> bool {
-        let mut r = self.lock();
-        let next = r.next;
-        let Some(entry) = r.live.get_mut(&id) else {
-            return false;
-        };
-        let (old, was_waiting) = (entry.0, entry.1.take());
-        entry.0 = bytes;
-        if waits {
-            entry.1 = Some(next);
-        }
-        r.total = r.total - old + bytes;
-        if let Some(w) = was_waiting {
-            r.waiting.remove(&w);
-        }
-        if waits {
-            r.next += 1;
-            r.waiting.insert(next, id);
-            r.make_room(0, budget);
-        }
-        r.live.contains_key(&id)
-    }
-
-    /// The stream is over.
-    fn remove(&self, id: u64) {
-        let mut r = self.lock();
-        if let Some((bytes, waiting, _)) = r.live.remove(&id) {
-            r.total -= bytes;
-            if let Some(w) = waiting {
-                r.waiting.remove(&w);
-            }
-        }
-    }
-
-    /// Bytes held by the streams in flight.
-    #[cfg(test)]
-    fn total(&self) -> usize {
-        self.lock().total
-    }
-}
-
-/// Takes a stream out of [`Streams`] when its driver ends, however it ends.
+/// Takes a stream out of [`registry::Streams`] when its driver ends, however it ends.
 struct Ticket {
     state: Arc<AppState>,
     id: u64,
@@ -817,6 +720,7 @@ async fn drive(
 
 #[cfg(test)]
 mod tests {
+    use super::registry::Streams;
     use super::*;
     use serde_json::json;
 

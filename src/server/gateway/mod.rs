@@ -4,11 +4,20 @@
 //! refusal of compressed bodies. ext_authz, ext_proc and the LiteLLM route
 //! all judge through here, so no two of them can read a body differently.
 //! Nothing here logs or returns any part of a payload.
+//!
+//! - [`ext_proc`]: Envoy's external processing over gRPC (SPEC §12.3);
+//! - `envoy`: Envoy's external authorization, HTTP service mode (§12.2);
+//! - `litellm`: LiteLLM's generic guardrail API (§12.1).
 
-use super::metrics::Metrics;
-use super::routes::{abandoned, ApiError};
+pub(crate) mod envoy;
+pub mod ext_proc;
+pub(crate) mod litellm;
+
 use crate::engine::{Decision, Evaluator, Normalize, Severity};
 use crate::json_text::{self, Body, BodyError};
+use crate::server::http::ApiError;
+use crate::server::metrics::Metrics;
+use crate::server::work::abandoned;
 use crate::ErrorName;
 use axum::http::HeaderMap;
 use serde_json::{json, Value};
@@ -24,7 +33,7 @@ pub const RECEIPT_HEADER: &str = "x-helixor-receipt";
 pub const POLICY_VIOLATION: &str = "helixor_policy_violation";
 
 /// The pack named by the `x-helixor-pack` header, if any (SPEC §12).
-pub(super) fn pack_header(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
+pub(crate) fn pack_header(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
     match headers.get(PACK_HEADER) {
         None => Ok(None),
         Some(v) => v
@@ -36,7 +45,7 @@ pub(super) fn pack_header(headers: &HeaderMap) -> Result<Option<String>, ApiErro
 
 /// The `x-helixor-pack` header as an extractor: a header that is not text
 /// is a 400 before the body is read.
-pub(super) struct PackHeader(pub Option<String>);
+pub(crate) struct PackHeader(pub Option<String>);
 
 impl<S: Send + Sync> axum::extract::FromRequestParts<S> for PackHeader {
     type Rejection = ApiError;

@@ -309,7 +309,7 @@ impl std::fmt::Debug for SseRewriter {
 pub fn error_event(r: &Refusal) -> Vec<u8> {
     let body = json!({"error": {
         "message": r.reason,
-        "type": super::super::gateway::POLICY_VIOLATION,
+        "type": super::super::POLICY_VIOLATION,
         "code": r.action,
     }});
     format!("data: {body}\n\n").into_bytes()

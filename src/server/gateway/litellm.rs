@@ -25,17 +25,15 @@
 //! decision of the text so far is `BLOCKED` at once: waiting for it to be
 //! final is not possible when the last call cannot be recognised.
 
-use super::gateway::{abandoned_error, body_error, Judge, Need, PackHeader};
-use super::generation::Generation;
-use super::metrics::Metrics;
-use super::routes::{
-    abandoned, choose, json_response_capped, noted, off_workers, serving, ApiError, AppStateRef,
-    JsonBytes,
-};
-use super::AppState;
+use super::{abandoned_error, body_error, Judge, Need, PackHeader};
 use crate::engine::{Decision, Evaluator, StreamOptions};
 use crate::json_text::{self, Body};
 use crate::request::{as_object, parse_strict, type_name};
+use crate::server::generation::Generation;
+use crate::server::http::{json_response_capped, ApiError, JsonBytes};
+use crate::server::metrics::Metrics;
+use crate::server::state::{AppState, AppStateRef};
+use crate::server::work::{abandoned, choose, noted, off_workers, serving};
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
@@ -306,7 +304,7 @@ fn blocked(reason: String) -> Answer {
 }
 
 /// The handler of `POST /beta/litellm_basic_guardrail_api`.
-pub(super) async fn guardrail(
+pub(crate) async fn guardrail(
     State(state): State<AppStateRef>,
     PackHeader(header_pack): PackHeader,
     JsonBytes(body): JsonBytes,

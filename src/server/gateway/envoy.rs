@@ -6,15 +6,14 @@
 //! body: redaction is ext_proc's (§12.3). Never puts any part of a payload
 //! in an answer, a log or a metric.
 
-use super::gateway::{
+use super::{
     abandoned_error, body_error, declared_json, judge_body, violation_body, Judge, PackHeader,
     Verdict, ACTION_HEADER, RECEIPT_HEADER,
 };
-use super::generation::Generation;
-use super::routes::{
-    choose, json_response, noted, off_workers, serving, ApiError, AppStateRef, RawBody,
-};
-use super::AppState;
+use crate::server::generation::Generation;
+use crate::server::http::{json_response, ApiError, RawBody};
+use crate::server::state::{AppState, AppStateRef};
+use crate::server::work::{choose, noted, off_workers, serving};
 use axum::extract::State;
 use axum::http::header::CONTENT_TYPE;
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
@@ -24,7 +23,7 @@ use axum::response::{IntoResponse, Response};
 pub const EXT_AUTHZ_PREFIX: &str = "/envoy/ext_authz";
 
 /// The handler of every method under `/envoy/ext_authz/`.
-pub(super) async fn ext_authz(
+pub(crate) async fn ext_authz(
     State(state): State<AppStateRef>,
     PackHeader(pack_id): PackHeader,
     headers: HeaderMap,

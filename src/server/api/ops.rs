@@ -4,14 +4,14 @@
 //! status shows license and pack metadata, never a key, a token or a pack's
 //! rules.
 
-use super::error::{json_response, ApiError};
-use super::evaluate::now_unix_nanos;
-use super::AppStateRef;
 use crate::license::{format_time, Window};
 use crate::server::generation::Generation;
+use crate::server::http::{json_response, ApiError};
 use crate::server::metrics;
 use crate::server::reload::{outcome_json, reload, Trigger};
-use crate::server::AppState;
+use crate::server::state::AppState;
+use crate::server::state::AppStateRef;
+use crate::server::work::now_unix_nanos;
 use axum::extract::State;
 use axum::http::header::CONTENT_TYPE;
 use axum::http::{HeaderValue, StatusCode};
@@ -20,7 +20,7 @@ use serde_json::{json, Value};
 use time::OffsetDateTime;
 
 /// `GET /healthz`: the process answers.
-pub(super) async fn healthz() -> Response {
+pub(crate) async fn healthz() -> Response {
     json_response(StatusCode::OK, &json!({"status": "ok"}))
 }
 
@@ -39,7 +39,7 @@ fn not_ready(state: &AppState) -> Option<ApiError> {
 }
 
 /// `GET /readyz`: 200 with a generation that may serve, else its 503.
-pub(super) async fn readyz(State(state): State<AppStateRef>) -> Result<Response, ApiError> {
+pub(crate) async fn readyz(State(state): State<AppStateRef>) -> Result<Response, ApiError> {
     if let Some(e) = not_ready(&state) {
         return Err(e);
     }
@@ -50,7 +50,7 @@ pub(super) async fn readyz(State(state): State<AppStateRef>) -> Result<Response,
 }
 
 /// `GET /v1/health`: `/readyz` with the version, in one shape for both answers.
-pub(super) async fn v1_health(State(state): State<AppStateRef>) -> Response {
+pub(crate) async fn v1_health(State(state): State<AppStateRef>) -> Response {
     let generation = state.current().map(|g| g.number);
     match not_ready(&state) {
         None => json_response(
@@ -92,7 +92,7 @@ fn packs_json(g: &Generation) -> Vec<Value> {
 }
 
 /// `GET /v1/status`: version, generation, license metadata, packs, last reload.
-pub(super) async fn status(State(state): State<AppStateRef>) -> Response {
+pub(crate) async fn status(State(state): State<AppStateRef>) -> Response {
     let now = OffsetDateTime::now_utc();
     let generation = state.current();
     let license = generation.as_ref().map(|g| {
@@ -120,7 +120,7 @@ pub(super) async fn status(State(state): State<AppStateRef>) -> Response {
 }
 
 /// `GET /v1/packs`: the packs of the serving generation.
-pub(super) async fn packs(State(state): State<AppStateRef>) -> Response {
+pub(crate) async fn packs(State(state): State<AppStateRef>) -> Response {
     let packs = state
         .current()
         .as_deref()
@@ -130,7 +130,7 @@ pub(super) async fn packs(State(state): State<AppStateRef>) -> Response {
 }
 
 /// `GET /metrics`: the Prometheus text.
-pub(super) async fn metrics_text(State(state): State<AppStateRef>) -> Result<Response, ApiError> {
+pub(crate) async fn metrics_text(State(state): State<AppStateRef>) -> Result<Response, ApiError> {
     let text = state
         .metrics
         .render()
@@ -147,7 +147,7 @@ pub(super) async fn metrics_text(State(state): State<AppStateRef>) -> Result<Res
 }
 
 /// `POST /admin/reload`: 200 with the generation, or 409 with why it failed.
-pub(super) async fn admin_reload(State(state): State<AppStateRef>) -> Result<Response, ApiError> {
+pub(crate) async fn admin_reload(State(state): State<AppStateRef>) -> Result<Response, ApiError> {
     // Its own task: a client that goes away, or the request timeout, does
     // not cancel a reload halfway.
     let task = tokio::spawn(async move { reload(&state, Trigger::Admin).await });

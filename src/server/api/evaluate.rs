@@ -1,0 +1,222 @@
+//! The evaluation handlers (SPEC §9.4): `POST /evaluate`, `/v1/evaluate`
+//! and `/evaluate/batch`. They read bodies through the extractors and run
+//! their work through [`crate::server::work`]; they must not touch the
+//! route table or the middleware, or put any part of a payload in a log
+//! line or an error message.
+
+use crate::builtins::CODONS;
+use crate::engine::{Decision, Normalize, Source};
+use crate::error::ErrorName;
+use crate::request::{not_an_object, optional_normalize, type_name, EvaluateRequest};
+use crate::server::http::{json_response_capped, ApiError, EvaluateBody, JsonBody};
+use crate::server::state::AppStateRef;
+use crate::server::work::{abandoned, choose, noted, off_workers, serving};
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::Response;
+use serde::Serialize;
+use serde_json::Value;
+
+/// `remedy` of `/v1/evaluate`: display names of what matched, in trigger order.
+#[derive(Debug, Serialize)]
+struct Remedy<'a> {
+    clean_text: &'a str,
+    redacted_categories: Vec<&'a str>,
+}
+
+fn remedy<'a>(d: &'a Decision<'a>) -> Remedy<'a> {
+    let mut categories: Vec<&'a str> = Vec::new();
+    let mut push = |c: &'a str| {
+        if !categories.contains(&c) {
+            categories.push(c);
+        }
+    };
+    for t in &d.triggers {
+        match (t.source, &t.codons) {
+            (Source::Builtin, Some(codes)) => {
+                for code in codes {
+                    if let Some(c) = CODONS.iter().find(|c| c.code == *code) {
+                        push(c.category);
+                    }
+                }
+            }
+            _ => push(t.rule_id),
+        }
+    }
+    Remedy {
+        clean_text: &d.clean_text,
+        redacted_categories: categories,
+    }
+}
+
+#[derive(Serialize)]
+struct SingleAnswer<'a> {
+    #[serde(flatten)]
+    decision: &'a Decision<'a>,
+    generation: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    remedy: Option<Remedy<'a>>,
+}
+
+async fn evaluate_single(
+    state: AppStateRef,
+    request: EvaluateRequest,
+    with_remedy: bool,
+) -> Result<Response, ApiError> {
+    let bytes = request.text.len();
+    off_workers(bytes, move || {
+        let generation = serving(&state)?;
+        let pack = choose(
+            &generation,
+            request.pack_id.as_deref(),
+            state.config.default_pack.as_deref(),
+        )?;
+        let normalize = request.normalize.unwrap_or(state.config.normalize);
+        let decision = pack.evaluator.evaluate_with(&request.text, normalize);
+        state.metrics.observe_decision(&decision);
+        let answer = SingleAnswer {
+            decision: &decision,
+            generation: generation.number,
+            remedy: with_remedy.then(|| remedy(&decision)),
+        };
+        let max = state.config.limits.max_response_bytes;
+        Ok(noted(
+            json_response_capped(StatusCode::OK, &answer, max)?,
+            &decision,
+        ))
+    })
+    .await
+}
+
+/// `POST /evaluate`: the decision and the generation.
+pub(crate) async fn evaluate(
+    State(state): State<AppStateRef>,
+    body: EvaluateBody,
+) -> Result<Response, ApiError> {
+    evaluate_single(state, body.request, false).await
+}
+
+/// `POST /v1/evaluate`: `/evaluate`'s answer with `remedy`.
+pub(crate) async fn evaluate_v1(
+    State(state): State<AppStateRef>,
+    body: EvaluateBody,
+) -> Result<Response, ApiError> {
+    evaluate_single(state, body.request, true).await
+}
+
+#[derive(Serialize)]
+#[serde(untagged)]
+enum BatchResult<'a> {
+    Decision(Decision<'a>),
+    Error {
+        error: &'static str,
+        message: String,
+    },
+}
+
+/// The answer of a batch.
+#[derive(Serialize)]
+struct BatchAnswer<'a> {
+    generation: u64,
+    results: Vec<BatchResult<'a>>,
+}
+
+/// `POST /evaluate/batch`: one result per item, a decision or that item's error.
+pub(crate) async fn evaluate_batch(
+    State(state): State<AppStateRef>,
+    JsonBody(body): JsonBody,
+) -> Result<Response, ApiError> {
+    let limits = &state.config.limits;
+    let (items, normalize) = batch_items(body).map_err(ApiError::bad_request)?;
+    let normalize = normalize.unwrap_or(state.config.normalize);
+    if items.len() > limits.max_batch_items {
+        return Err(ApiError::bad_request(format!(
+            "the batch has {} items; at most {} are allowed (limits.max_batch_items)",
+            items.len(),
+            limits.max_batch_items
+        )));
+    }
+    // Every item's text counts: a batch of many small texts is as heavy as one large one.
+    let bytes: usize = items
+        .iter()
+        .filter_map(|i| i.get("text").and_then(Value::as_str))
+        .map(str::len)
+        .sum();
+    off_workers(bytes, move || batch_answer(&state, items, normalize)).await
+}
+
+/// `items` of a batch body (an array), and its `normalize` (every item's
+/// default, SPEC §15).
+fn batch_items(body: Value) -> Result<(Vec<Value>, Option<Normalize>), String> {
+    let mut obj = match body {
+        Value::Object(obj) => obj,
+        other => return Err(not_an_object(&other, "the body")),
+    };
+    let normalize = optional_normalize(obj.remove("normalize"))?;
+    match obj.remove("items") {
+        Some(Value::Array(items)) => Ok((items, normalize)),
+        Some(other) => Err(format!(
+            "`items` must be an array, not {}",
+            type_name(&other)
+        )),
+        None => Err("`items` is missing".into()),
+    }
+}
+
+/// The request of item `i`, or its 400.
+fn batch_item(i: usize, item: Value) -> Result<EvaluateRequest, ApiError> {
+    let taken = match item {
+        Value::Object(mut obj) => EvaluateRequest::take_from(&mut obj),
+        other => Err(not_an_object(&other, "the item")),
+    };
+    taken.map_err(|m| ApiError::bad_request(format!("items[{i}]: {m}")))
+}
+
+/// The answer to a batch whose items were checked (not too many).
+fn batch_answer(
+    state: &crate::server::state::AppState,
+    items: Vec<Value>,
+    normalize: Normalize,
+) -> Result<Response, ApiError> {
+    let generation = serving(state)?;
+    let default_pack = state.config.default_pack.as_deref();
+    let requests: Vec<Result<EvaluateRequest, ApiError>> = items
+        .into_iter()
+        .enumerate()
+        .map(|(i, item)| batch_item(i, item))
+        .collect();
+    let results: Vec<BatchResult<'_>> = requests
+        .iter()
+        .map(|request| {
+            let chosen = request.as_ref().map_err(Clone::clone).and_then(|r| {
+                choose(&generation, r.pack_id.as_deref(), default_pack).map(|p| (p, r))
+            });
+            match chosen {
+                // The request was already answered 503: the rest is not evaluated.
+                Ok(_) if abandoned() => BatchResult::Error {
+                    error: ErrorName::ServiceUnavailableError.as_str(),
+                    message: "not evaluated: the request ran over limits.request_timeout_ms".into(),
+                },
+                Ok((pack, r)) => {
+                    let d = pack
+                        .evaluator
+                        .evaluate_with(&r.text, r.normalize.unwrap_or(normalize));
+                    state.metrics.observe_decision(&d);
+                    BatchResult::Decision(d)
+                }
+                Err(e) => {
+                    let (error, message) = e.into_parts();
+                    BatchResult::Error { error, message }
+                }
+            }
+        })
+        .collect();
+    json_response_capped(
+        StatusCode::OK,
+        &BatchAnswer {
+            generation: generation.number,
+            results,
+        },
+        state.config.limits.max_response_bytes,
+    )
+}
