@@ -7,6 +7,10 @@
 //! Touches no license, no file and no payload beyond the value it judges;
 //! problems never quote a pattern.
 
+mod context;
+
+pub use context::{Context, ContextIndex};
+
 use crate::builtins::{self, Validator};
 use crate::checksum::Checksum;
 use crate::condition::{self, Expr, FieldKind, Operator};
@@ -52,17 +56,6 @@ pub const MAX_CONTEXT_CHARS: usize = 256;
 pub const MAX_CONTEXT_WORDS: usize = 64;
 /// Most context words and deny-list entries of one codon.
 pub const MAX_LIST_LEN: usize = 1024;
-
-/// `context` of a codon (SPEC §16.1): a value counts only near one of the words.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Context {
-    /// The words, as declared (matched case-insensitively).
-    pub words: Vec<String>,
-    /// Code points before the value searched for a word.
-    pub before: usize,
-    /// Code points after the value searched for a word.
-    pub after: usize,
-}
 
 /// One codon the engine runs.
 #[derive(Clone)]
@@ -119,8 +112,32 @@ impl Codon {
 
     /// Whether the value `text[s..e]` counts (SPEC §16.1, in its order:
     /// checksum, entropy, deny list, context). `text` is the whole text
-    /// searched, which the context looks at around the value.
+    /// searched, which the context looks at around the value (its two
+    /// windows are indexed for this value alone).
     pub fn accepts(&self, text: &str, s: usize, e: usize) -> bool {
+        self.accepts_in(text, s, e, None)
+    }
+
+    /// [`Codon::accepts`] for one of many values of the same `text`: the
+    /// context words of the whole text are indexed once, into `index`, the
+    /// first time a value needs them.
+    pub fn accepts_indexed(
+        &self,
+        text: &str,
+        s: usize,
+        e: usize,
+        index: &mut Option<ContextIndex>,
+    ) -> bool {
+        self.accepts_in(text, s, e, Some(index))
+    }
+
+    fn accepts_in(
+        &self,
+        text: &str,
+        s: usize,
+        e: usize,
+        index: Option<&mut Option<ContextIndex>>,
+    ) -> bool {
         let Some(value) = text.get(s..e) else {
             return false;
         };
@@ -137,9 +154,13 @@ impl Codon {
         if self.deny_list.iter().any(|d| d == value) {
             return false;
         }
-        match &self.context {
-            Some(ctx) => context_holds(ctx, text, s, e),
-            None => true,
+        match (&self.context, index) {
+            (None, _) => true,
+            (Some(ctx), None) => ctx.holds(text, s, e, None),
+            (Some(ctx), Some(ix)) => {
+                let ix = ix.get_or_insert_with(|| ctx.index(text, 0, text.len()));
+                ctx.holds(text, s, e, Some(ix))
+            }
         }
     }
 }
@@ -173,86 +194,6 @@ pub fn entropy(value: &str) -> f64 {
             -p * p.log2()
         })
         .sum()
-}
-
-fn is_word_char(c: char) -> bool {
-    c.is_alphanumeric() || c == '_'
-}
-
-/// Whether one of the context words lies wholly within the `before` code
-/// points before `text[s..e]` or the `after` code points after it, not
-/// touching a word character of the whole text on either side.
-fn context_holds(ctx: &Context, text: &str, s: usize, e: usize) -> bool {
-    let lo = text[..s]
-        .char_indices()
-        .rev()
-        .take(ctx.before)
-        .last()
-        .map_or(s, |(i, _)| i);
-    let hi = text[e..]
-        .char_indices()
-        .nth(ctx.after)
-        .map_or(text.len(), |(i, _)| e + i);
-    [(lo, s), (e, hi)]
-        .iter()
-        .filter(|(a, b)| a < b)
-        .any(|&(a, b)| ctx.words.iter().any(|w| word_within(text, a, b, w)))
-}
-
-/// Whether `word` occurs case-insensitively in `text[a..b]`, not touching a
-/// word character of `text` on either side.
-fn word_within(text: &str, a: usize, b: usize, word: &str) -> bool {
-    let Some(first) = word.chars().next() else {
-        return false;
-    };
-    let window = &text[a..b];
-    // Byte comparisons only where both sides are ASCII: a non-ASCII
-    // character may lowercase to an ASCII one (the Kelvin sign to `k`).
-    let ascii = word.is_ascii() && window.is_ascii();
-    for (off, c) in window.char_indices() {
-        // Most positions fail on their first character: check it first.
-        if ascii && c.is_ascii() {
-            if !c.eq_ignore_ascii_case(&first) {
-                continue;
-            }
-        } else if c != first && !c.to_lowercase().eq(first.to_lowercase()) {
-            continue;
-        }
-        let start = a + off;
-        let Some(end) = prefix_ci(&text[start..b], word, ascii).map(|n| start + n) else {
-            continue;
-        };
-        let before_ok = text[..start]
-            .chars()
-            .next_back()
-            .is_none_or(|c| !is_word_char(c) || !is_word_char(first));
-        let after_ok = text[end..].chars().next().is_none_or(|c| {
-            !is_word_char(c) || !word.chars().next_back().is_some_and(is_word_char)
-        });
-        if before_ok && after_ok {
-            return true;
-        }
-    }
-    false
-}
-
-/// If `hay` starts with `word` ignoring case (code point by code point,
-/// simple lowercase), the byte length of that prefix of `hay`.
-fn prefix_ci(hay: &str, word: &str, ascii: bool) -> Option<usize> {
-    if ascii {
-        // An ASCII word matches only ASCII bytes, which are whole characters.
-        let n = word.len();
-        let head = hay.as_bytes().get(..n)?;
-        return head.eq_ignore_ascii_case(word.as_bytes()).then_some(n);
-    }
-    let mut h = hay.char_indices();
-    for w in word.chars() {
-        let (_, c) = h.next()?;
-        if c != w && !c.to_lowercase().eq(w.to_lowercase()) {
-            return None;
-        }
-    }
-    Some(h.next().map_or(hay.len(), |(i, _)| i))
 }
 
 /// A state field a condition reads, resolved to its codons.
@@ -1023,11 +964,14 @@ fn check_context(place: &str, v: &Value, problems: &mut Vec<String>) -> Option<C
         }
     };
     let (b, a) = (window("before", 32), window("after", 0));
-    (problems.len() == before).then_some(Context {
-        words,
-        before: b,
-        after: a,
-    })
+    if problems.len() != before {
+        return None;
+    }
+    let ctx = Context::new(words, b, a);
+    if ctx.is_none() {
+        problems.push(format!("{place}: `context.words` cannot be compiled"));
+    }
+    ctx
 }
 
 fn check_params(

@@ -20,7 +20,7 @@ pub use stream::{
 use crate::builtins::Validator;
 use crate::crypto::sha256;
 use crate::pattern::{self, CompiledPattern, SET_THRESHOLD};
-use crate::program::{FieldRef, Program};
+use crate::program::{ContextIndex, FieldRef, Program};
 use crate::rules::{CustomRule, RuleAction, RuleType};
 use guided::{guided_search, Guide, GuideCaches, GuidedCaches, Want};
 use regex_automata::meta::{Cache, Regex};
@@ -733,8 +733,8 @@ impl Evaluator {
                     &mut caches.exact[i],
                     caps.as_mut(),
                     text,
-                    s,
-                    e,
+                    (s, e),
+                    None,
                 )
             }
             _ => Some((s, e)),
@@ -845,9 +845,21 @@ fn values(
     spans: Vec<(usize, usize)>,
 ) -> Vec<(usize, usize)> {
     let mut caps = codon.group.map(|_| re.create_captures());
+    // The context words of the text, indexed once for all its values.
+    let mut index = None;
     spans
         .into_iter()
-        .filter_map(|(s, e)| value_span(codon, re, cache, caps.as_mut(), text, s, e))
+        .filter_map(|(s, e)| {
+            value_span(
+                codon,
+                re,
+                cache,
+                caps.as_mut(),
+                text,
+                (s, e),
+                Some(&mut index),
+            )
+        })
         .collect()
 }
 
@@ -860,8 +872,8 @@ fn value_span(
     cache: &mut Cache,
     caps: Option<&mut regex_automata::util::captures::Captures>,
     text: &str,
-    s: usize,
-    e: usize,
+    (s, e): (usize, usize),
+    index: Option<&mut Option<ContextIndex>>,
 ) -> Option<(usize, usize)> {
     let (vs, ve) = match (codon.group, caps) {
         (Some(g), Some(caps)) => {
@@ -874,7 +886,11 @@ fn value_span(
         }
         _ => (s, e),
     };
-    (vs < ve && codon.accepts(text, vs, ve)).then_some((vs, ve))
+    let counts = match index {
+        Some(ix) => codon.accepts_indexed(text, vs, ve, ix),
+        None => codon.accepts(text, vs, ve),
+    };
+    (vs < ve && counts).then_some((vs, ve))
 }
 
 /// The deciding trigger: the first FATAL one, else the first WARNING one.

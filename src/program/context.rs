@@ -1,0 +1,313 @@
+//! Context words of a codon (SPEC §16.1 `context`): whether one of the
+//! words lies near a candidate value. It reads the text and the words only;
+//! it knows nothing of patterns, triggers or streams, and never logs.
+//!
+//! # Cost
+//!
+//! A codon's candidates can be dense (a nine-character token codon on 1 MiB
+//! of such tokens has 100,000), and each looks at up to 256 code points on
+//! either side for up to 64 words: looked for one by one, that cost 0.6 s a
+//! MiB, six times what SPEC §11.4 allows a whole pack. So the words are one
+//! Aho-Corasick automaton, and a text is scanned once: [`Context::index`]
+//! lists every occurrence of any word in a range, in one pass whatever the
+//! number of words; a window then holds a word if the first occurrence
+//! starting in it has, among it and those after it, one that ends in it
+//! (a suffix minimum of ends: one binary search a window). An evaluation
+//! indexes the whole text once per codon; a stream session, which keeps
+//! only a bounded window of text, indexes the two windows of a value.
+//!
+//! # Matching
+//!
+//! A word matches text code point by code point after each is mapped to its
+//! simple lowercase (a code point whose lowercase is several code points,
+//! `İ`, stays itself): `PASSPORT`, `Passport` and `passport` are one word,
+//! the Kelvin sign `K` matches `k`. An occurrence counts only if it does
+//! not touch a word character (`\w`: alphanumeric or `_`) of the whole text
+//! on a side where the word itself begins or ends with one: `pass` is not
+//! in `passport`, `no.` is in `no.5`.
+
+use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
+use std::borrow::Cow;
+
+/// `context` of a codon (SPEC §16.1): a value counts only near one of the words.
+#[derive(Clone)]
+pub struct Context {
+    /// The words, as declared (matched case-insensitively).
+    pub words: Vec<String>,
+    /// Code points before the value searched for a word.
+    pub before: usize,
+    /// Code points after the value searched for a word.
+    pub after: usize,
+    /// The words, lowercased, as one automaton reporting every occurrence.
+    matcher: AhoCorasick,
+    /// Per word: whether it begins and whether it ends with a word character.
+    edges: Vec<(bool, bool)>,
+}
+
+impl PartialEq for Context {
+    fn eq(&self, other: &Self) -> bool {
+        (&self.words, self.before, self.after) == (&other.words, other.before, other.after)
+    }
+}
+
+impl std::fmt::Debug for Context {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The words are policy: counted, never printed.
+        f.debug_struct("Context")
+            .field("words", &self.words.len())
+            .field("before", &self.before)
+            .field("after", &self.after)
+            .finish()
+    }
+}
+
+/// Every occurrence of a context word in a range of a text, by start, with
+/// the least end among each occurrence and those after it.
+#[derive(Debug, Default)]
+pub struct ContextIndex {
+    starts: Vec<usize>,
+    min_end: Vec<usize>,
+    /// Whether the indexed range is ASCII: a window is then plain arithmetic.
+    ascii: bool,
+}
+
+impl ContextIndex {
+    /// Whether an occurrence lies wholly within `text[lo..hi]` (it was
+    /// indexed over a range that holds `lo..hi`).
+    pub fn any_within(&self, lo: usize, hi: usize) -> bool {
+        let i = self.starts.partition_point(|&s| s < lo);
+        self.min_end.get(i).is_some_and(|&e| e <= hi)
+    }
+}
+
+/// The simple lowercase of `c`, or `c` when its lowercase is several code points.
+fn key(c: char) -> char {
+    let mut l = c.to_lowercase();
+    match (l.next(), l.next()) {
+        (Some(x), None) => x,
+        _ => c,
+    }
+}
+
+fn is_word_char(c: char) -> bool {
+    c.is_alphanumeric() || c == '_'
+}
+
+impl Context {
+    /// The context of `words` with its windows; `None` if the words cannot
+    /// form an automaton (never for the checked limits of 64 words of 64
+    /// bytes).
+    pub fn new(words: Vec<String>, before: usize, after: usize) -> Option<Self> {
+        let folded: Vec<String> = words.iter().map(|w| w.chars().map(key).collect()).collect();
+        let matcher = AhoCorasickBuilder::new()
+            .match_kind(MatchKind::Standard)
+            .ascii_case_insensitive(true)
+            .build(&folded)
+            .ok()?;
+        let edges = words
+            .iter()
+            .map(|w| {
+                (
+                    w.chars().next().is_some_and(is_word_char),
+                    w.chars().next_back().is_some_and(is_word_char),
+                )
+            })
+            .collect();
+        Some(Self {
+            words,
+            before,
+            after,
+            matcher,
+            edges,
+        })
+    }
+
+    /// The window before `text[s..e]` (`before` code points) and after it
+    /// (`after` code points), as byte offsets `(lo, hi)`.
+    pub fn windows(&self, text: &str, s: usize, e: usize) -> (usize, usize) {
+        let lo = text[..s]
+            .char_indices()
+            .rev()
+            .take(self.before)
+            .last()
+            .map_or(s, |(i, _)| i);
+        let hi = text[e..]
+            .char_indices()
+            .nth(self.after)
+            .map_or(text.len(), |(i, _)| e + i);
+        (lo, hi)
+    }
+
+    /// Every occurrence of a word wholly within `text[a..b]` that touches
+    /// no word character of `text` where it must not.
+    pub fn index(&self, text: &str, a: usize, b: usize) -> ContextIndex {
+        let mut found: Vec<(usize, usize)> = Vec::new();
+        let Some(range) = text.get(a..b) else {
+            return ContextIndex::default();
+        };
+        // ASCII text needs no folding: the automaton ignores ASCII case, and
+        // every folded word with a non-ASCII code point cannot match it.
+        let ascii = range.is_ascii();
+        let (hay, map): (Cow<'_, str>, Option<Vec<usize>>) = if ascii {
+            (Cow::Borrowed(range), None)
+        } else {
+            let mut folded = String::with_capacity(range.len());
+            let mut map = Vec::with_capacity(range.len() + 1);
+            for (i, c) in range.char_indices() {
+                let k = key(c);
+                folded.push(k);
+                map.resize(folded.len(), a + i);
+            }
+            map.push(b);
+            (Cow::Owned(folded), Some(map))
+        };
+        let at = |f: usize| {
+            map.as_ref()
+                .map_or(a + f, |m| m.get(f).copied().unwrap_or(b))
+        };
+        for m in self.matcher.find_overlapping_iter(hay.as_ref()) {
+            let (s, e) = (at(m.start()), at(m.end()));
+            let Some(&(first, last)) = self.edges.get(m.pattern().as_usize()) else {
+                continue;
+            };
+            let before_ok = !first || !text[..s].chars().next_back().is_some_and(is_word_char);
+            let after_ok = !last || !text[e..].chars().next().is_some_and(is_word_char);
+            if before_ok && after_ok {
+                found.push((s, e));
+            }
+        }
+        found.sort_unstable();
+        let starts: Vec<usize> = found.iter().map(|&(s, _)| s).collect();
+        let mut min_end = vec![usize::MAX; found.len()];
+        let mut least = usize::MAX;
+        for (i, &(_, e)) in found.iter().enumerate().rev() {
+            least = least.min(e);
+            min_end[i] = least;
+        }
+        ContextIndex {
+            starts,
+            min_end,
+            ascii,
+        }
+    }
+
+    /// Whether a word lies near `text[s..e]`, with `index` the index of the
+    /// whole `text` (built once per text by the caller), or `None`: the two
+    /// windows are indexed here.
+    pub fn holds(&self, text: &str, s: usize, e: usize, index: Option<&ContextIndex>) -> bool {
+        match index {
+            Some(ix) => {
+                // Dense values in ASCII text: no walk over the windows' code points.
+                let (lo, hi) = if ix.ascii {
+                    (
+                        s.saturating_sub(self.before),
+                        e.saturating_add(self.after).min(text.len()),
+                    )
+                } else {
+                    self.windows(text, s, e)
+                };
+                ix.any_within(lo, s) || ix.any_within(e, hi)
+            }
+            None => {
+                let (lo, hi) = self.windows(text, s, e);
+                let ix = self.index(text, lo, hi);
+                ix.any_within(lo, s) || ix.any_within(e, hi)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn ctx(words: &[&str], before: usize, after: usize) -> Context {
+        Context::new(words.iter().map(|w| w.to_string()).collect(), before, after).unwrap()
+    }
+
+    /// The definition, word by word and code point by code point: what the
+    /// automaton must agree with.
+    fn reference(c: &Context, text: &str, s: usize, e: usize) -> bool {
+        let (lo, hi) = c.windows(text, s, e);
+        [(lo, s), (e, hi)].iter().any(|&(a, b)| {
+            c.words.iter().any(|w| {
+                let wk: Vec<char> = w.chars().map(key).collect();
+                text[a..b].char_indices().any(|(off, _)| {
+                    let start = a + off;
+                    let mut it = text[start..b].char_indices();
+                    for &k in &wk {
+                        match it.next() {
+                            Some((_, c)) if key(c) == k => {}
+                            _ => return false,
+                        }
+                    }
+                    let end = it.next().map_or(b, |(i, _)| start + i);
+                    let (first, last) = (
+                        w.chars().next().is_some_and(is_word_char),
+                        w.chars().next_back().is_some_and(is_word_char),
+                    );
+                    (!first || !text[..start].chars().next_back().is_some_and(is_word_char))
+                        && (!last || !text[end..].chars().next().is_some_and(is_word_char))
+                })
+            })
+        })
+    }
+
+    #[test]
+    fn words_match_whole_and_ignore_case() {
+        let c = ctx(&["passport", "pass no", "no."], 16, 8);
+        let t = "PASSPORT 123456789";
+        assert!(c.holds(t, 9, 18, None));
+        // `pass` is not a word here; `passports` is not `passport`.
+        let c2 = ctx(&["pass"], 16, 0);
+        assert!(!c2.holds(t, 9, 18, None));
+        assert!(!c.holds("passports 123456789", 10, 19, None));
+        // A word ending in punctuation may touch a word character.
+        assert!(c.holds("no.123456789", 3, 12, None));
+        // Kelvin sign and the ASCII k are one letter.
+        let k = ctx(&["kennzahl"], 16, 0);
+        assert!(k.holds("\u{212A}ENNZAHL 123", 11, 14, None));
+        assert!(ctx(&["\u{212A}ennzahl"], 16, 0).holds("kennzahl 123", 9, 12, None));
+        // Only within the window: 9 code points before reach `p`, 8 do not.
+        assert!(ctx(&["passport"], 9, 0).holds(t, 9, 18, None));
+        assert!(!ctx(&["passport"], 8, 0).holds(t, 9, 18, None));
+        // After the value.
+        let after = ctx(&["iban"], 0, 6);
+        assert!(after.holds("X123 (IBAN)", 0, 4, None));
+        assert!(!ctx(&["iban"], 0, 5).holds("X123 (IBAN)", 0, 4, None));
+    }
+
+    #[test]
+    fn a_whole_text_index_answers_as_the_windows_do() {
+        let c = ctx(&["passport", "nº", "ausweis"], 12, 12);
+        let t = "Ausweis: 123456789 and then a long gap of text, 987654321 nº";
+        let ix = c.index(t, 0, t.len());
+        for (s, e) in [(9, 18), (48, 57)] {
+            assert_eq!(c.holds(t, s, e, Some(&ix)), c.holds(t, s, e, None));
+        }
+        assert!(c.holds(t, 9, 18, Some(&ix)));
+        assert!(c.holds(t, 48, 57, Some(&ix)));
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+        #[test]
+        fn the_automaton_agrees_with_the_definition(
+            text in "[aAbB \u{212A}İi_.é1]{0,40}",
+            words in prop::collection::vec("[aAbk\u{212A}İi_.é ]{1,4}", 1..4),
+            before in 0usize..8,
+            after in 0usize..8,
+            cut in any::<(prop::sample::Index, prop::sample::Index)>(),
+        ) {
+            let c = Context::new(words, before, after).unwrap();
+            let bounds: Vec<usize> = text.char_indices().map(|(i, _)| i).chain([text.len()]).collect();
+            let (i, j) = (cut.0.index(bounds.len()), cut.1.index(bounds.len()));
+            let (s, e) = (bounds[i.min(j)], bounds[i.max(j)]);
+            let whole = c.index(&text, 0, text.len());
+            let want = reference(&c, &text, s, e);
+            prop_assert_eq!(c.holds(&text, s, e, None), want);
+            prop_assert_eq!(c.holds(&text, s, e, Some(&whole)), want);
+        }
+    }
+}
