@@ -9,7 +9,7 @@
 
 mod context;
 
-pub use context::{Context, ContextIndex};
+pub use context::{Context, ContextScan};
 
 use crate::builtins::{self, Validator};
 use crate::checksum::Checksum;
@@ -118,26 +118,13 @@ impl Codon {
         self.accepts_in(text, s, e, None)
     }
 
-    /// [`Codon::accepts`] for one of many values of the same `text`: the
-    /// context words of the whole text are indexed once, into `index`, the
-    /// first time a value needs them.
-    pub fn accepts_indexed(
-        &self,
-        text: &str,
-        s: usize,
-        e: usize,
-        index: &mut Option<ContextIndex>,
-    ) -> bool {
-        self.accepts_in(text, s, e, Some(index))
+    /// [`Codon::accepts`] for one of many values of the same `text`, their
+    /// context checks sharing `scan` (see [`ContextScan`]).
+    pub fn accepts_scanned(&self, text: &str, s: usize, e: usize, scan: &mut ContextScan) -> bool {
+        self.accepts_in(text, s, e, Some(scan))
     }
 
-    fn accepts_in(
-        &self,
-        text: &str,
-        s: usize,
-        e: usize,
-        index: Option<&mut Option<ContextIndex>>,
-    ) -> bool {
+    fn accepts_in(&self, text: &str, s: usize, e: usize, scan: Option<&mut ContextScan>) -> bool {
         let Some(value) = text.get(s..e) else {
             return false;
         };
@@ -154,13 +141,10 @@ impl Codon {
         if self.deny_list.iter().any(|d| d == value) {
             return false;
         }
-        match (&self.context, index) {
+        match (&self.context, scan) {
             (None, _) => true,
             (Some(ctx), None) => ctx.holds(text, s, e, None),
-            (Some(ctx), Some(ix)) => {
-                let ix = ix.get_or_insert_with(|| ctx.index(text, 0, text.len()));
-                ctx.holds(text, s, e, Some(ix))
-            }
+            (Some(ctx), Some(scan)) => scan.holds(ctx, text, s, e),
         }
     }
 }

@@ -20,7 +20,7 @@ pub use stream::{
 use crate::builtins::Validator;
 use crate::crypto::sha256;
 use crate::pattern::{self, CompiledPattern, SET_THRESHOLD};
-use crate::program::{ContextIndex, FieldRef, Program};
+use crate::program::{ContextScan, FieldRef, Program};
 use crate::rules::{CustomRule, RuleAction, RuleType};
 use guided::{guided_search, Guide, GuideCaches, GuidedCaches, Want};
 use regex_automata::meta::{Cache, Regex};
@@ -845,8 +845,8 @@ fn values(
     spans: Vec<(usize, usize)>,
 ) -> Vec<(usize, usize)> {
     let mut caps = codon.group.map(|_| re.create_captures());
-    // The context words of the text, indexed once for all its values.
-    let mut index = None;
+    // The context words of the text, looked for once for all its values.
+    let mut scan = ContextScan::default();
     spans
         .into_iter()
         .filter_map(|(s, e)| {
@@ -857,7 +857,7 @@ fn values(
                 caps.as_mut(),
                 text,
                 (s, e),
-                Some(&mut index),
+                Some(&mut scan),
             )
         })
         .collect()
@@ -873,7 +873,7 @@ fn value_span(
     caps: Option<&mut regex_automata::util::captures::Captures>,
     text: &str,
     (s, e): (usize, usize),
-    index: Option<&mut Option<ContextIndex>>,
+    scan: Option<&mut ContextScan>,
 ) -> Option<(usize, usize)> {
     let (vs, ve) = match (codon.group, caps) {
         (Some(g), Some(caps)) => {
@@ -886,8 +886,8 @@ fn value_span(
         }
         _ => (s, e),
     };
-    let counts = match index {
-        Some(ix) => codon.accepts_indexed(text, vs, ve, ix),
+    let counts = match scan {
+        Some(scan) => codon.accepts_scanned(text, vs, ve, scan),
         None => codon.accepts(text, vs, ve),
     };
     (vs < ve && counts).then_some((vs, ve))

@@ -13,8 +13,10 @@
 //! number of words; a window then holds a word if the first occurrence
 //! starting in it has, among it and those after it, one that ends in it
 //! (a suffix minimum of ends: one binary search a window). An evaluation
-//! indexes the whole text once per codon; a stream session, which keeps
-//! only a bounded window of text, indexes the two windows of a value.
+//! ([`ContextScan`]) indexes each value's windows until they add up to the
+//! text's length, then the whole text once: a sparse value in a long text
+//! costs its windows, dense values cost one pass. A stream session, which
+//! keeps only a bounded window of text, indexes the two windows of a value.
 //!
 //! # Matching
 //!
@@ -77,6 +79,32 @@ impl ContextIndex {
     pub fn any_within(&self, lo: usize, hi: usize) -> bool {
         let i = self.starts.partition_point(|&s| s < lo);
         self.min_end.get(i).is_some_and(|&e| e <= hi)
+    }
+}
+
+/// The context checks of many values of one text (one evaluation): each
+/// value's windows are indexed alone until they have cost as much as the
+/// whole text, which is then indexed once for the rest.
+#[derive(Debug, Default)]
+pub struct ContextScan {
+    whole: Option<ContextIndex>,
+    scanned: usize,
+}
+
+impl ContextScan {
+    /// Whether a word of `ctx` lies near `text[s..e]`; `text` is the same
+    /// for every call on this scan.
+    pub fn holds(&mut self, ctx: &Context, text: &str, s: usize, e: usize) -> bool {
+        if self.whole.is_none() && self.scanned >= text.len() {
+            self.whole = Some(ctx.index(text, 0, text.len()));
+        }
+        if let Some(ix) = &self.whole {
+            return ctx.holds(text, s, e, Some(ix));
+        }
+        let (lo, hi) = ctx.windows(text, s, e);
+        self.scanned = self.scanned.saturating_add(hi - lo);
+        let ix = ctx.index(text, lo, hi);
+        ix.any_within(lo, s) || ix.any_within(e, hi)
     }
 }
 
@@ -283,9 +311,15 @@ mod tests {
         let c = ctx(&["passport", "nº", "ausweis"], 12, 12);
         let t = "Ausweis: 123456789 and then a long gap of text, 987654321 nº";
         let ix = c.index(t, 0, t.len());
-        for (s, e) in [(9, 18), (48, 57)] {
+        let mut scan = ContextScan::default();
+        for (s, e) in [(9, 18), (48, 57), (9, 18), (48, 57), (9, 18)] {
             assert_eq!(c.holds(t, s, e, Some(&ix)), c.holds(t, s, e, None));
+            assert_eq!(scan.holds(&c, t, s, e), c.holds(t, s, e, None));
         }
+        assert!(
+            scan.whole.is_some(),
+            "five values' windows outgrow the text"
+        );
         assert!(c.holds(t, 9, 18, Some(&ix)));
         assert!(c.holds(t, 48, 57, Some(&ix)));
     }
@@ -308,6 +342,8 @@ mod tests {
             let want = reference(&c, &text, s, e);
             prop_assert_eq!(c.holds(&text, s, e, None), want);
             prop_assert_eq!(c.holds(&text, s, e, Some(&whole)), want);
+            let mut scan = ContextScan { whole: None, scanned: text.len() };
+            prop_assert_eq!(scan.holds(&c, &text, s, e), want);
         }
     }
 }
