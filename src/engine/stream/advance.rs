@@ -8,7 +8,7 @@
 use super::core::{mark, Core, RuleState};
 use super::mask::rule_bit;
 use super::plan::{LiveCaches, LiveRule};
-use super::threads::{class_of, dedup, lead_holds, start_state};
+use super::threads::{class_of, dedup, lead_holds, start_state, Thread};
 use regex_automata::hybrid::dfa::{Cache as LazyCache, DFA};
 use regex_automata::util::look::LookMatcher;
 use regex_automata::util::start;
@@ -413,7 +413,11 @@ fn run_out(dfa: &DFA, st: &mut RuleState, cache: &mut LazyCache, bytes: &[u8]) {
     // One thread is the common case (a word that began in the last piece):
     // no loops over threads, no retain, one exit at its death.
     if let [t] = st.threads.as_slice() {
-        let (start, mut sid, mut matched) = *t;
+        let Thread {
+            start,
+            state: mut sid,
+            mut matched,
+        } = *t;
         for &b in bytes {
             match dfa.next_state(cache, sid, b) {
                 Ok(next) => {
@@ -441,26 +445,26 @@ fn run_out(dfa: &DFA, st: &mut RuleState, cache: &mut LazyCache, bytes: &[u8]) {
         }
         let mut died = false;
         for t in st.threads.iter_mut() {
-            match dfa.next_state(cache, t.1, b) {
+            match dfa.next_state(cache, t.state, b) {
                 Ok(next) => {
-                    t.1 = next;
-                    t.2 |= next.is_match();
+                    t.state = next;
+                    t.matched |= next.is_match();
                     died |= next.is_dead();
                 }
                 // Cannot happen without a clear limit: let the exact
                 // search look.
-                Err(_) => t.2 = true,
+                Err(_) => t.matched = true,
             }
         }
         if died {
-            for t in st.threads.iter().filter(|t| t.1.is_dead() && t.2) {
-                mark(&mut st.dirty, t.0);
+            for t in st.threads.iter().filter(|t| t.state.is_dead() && t.matched) {
+                mark(&mut st.dirty, t.start);
             }
-            st.threads.retain(|t| !t.1.is_dead());
+            st.threads.retain(|t| !t.state.is_dead());
         }
     }
-    for t in st.threads.iter().filter(|t| t.2) {
-        mark(&mut st.dirty, t.0);
+    for t in st.threads.iter().filter(|t| t.matched) {
+        mark(&mut st.dirty, t.start);
     }
     st.threads.clear();
 }
@@ -479,7 +483,8 @@ fn rederive(
     st.terminal.clear();
     let before = cache.clear_count();
     let mut threads = Vec::with_capacity(st.threads.len());
-    for &(s, _, matched) in &st.threads {
+    for t in &st.threads {
+        let s = t.start;
         let lb = if s == 0 && origin {
             None
         } else {
@@ -495,7 +500,11 @@ fn rederive(
             }
         }
         if !sid.is_dead() {
-            threads.push((s, sid, matched));
+            threads.push(Thread {
+                start: s,
+                state: sid,
+                matched: t.matched,
+            });
         }
     }
     dedup(&mut threads);
@@ -526,12 +535,12 @@ fn step(
     let mut died = false;
     if let [t] = st.threads.as_mut_slice() {
         // One thread, the common case: no loop, no retain.
-        if let Ok(next) = dfa.next_state(cache, t.1, b) {
-            t.1 = next;
-            t.2 |= next.is_match();
+        if let Ok(next) = dfa.next_state(cache, t.state, b) {
+            t.state = next;
+            t.matched |= next.is_match();
             if next.is_dead() {
-                if t.2 {
-                    mark(&mut st.dirty, t.0);
+                if t.matched {
+                    mark(&mut st.dirty, t.start);
                 }
                 st.threads.clear();
             }
@@ -540,19 +549,19 @@ fn step(
         for t in st.threads.iter_mut() {
             // Without a clear limit a transition cannot fail; if it did, the
             // thread stays as it was (live: holds back, never leaks).
-            if let Ok(next) = dfa.next_state(cache, t.1, b) {
-                t.1 = next;
-                t.2 |= next.is_match();
+            if let Ok(next) = dfa.next_state(cache, t.state, b) {
+                t.state = next;
+                t.matched |= next.is_match();
                 died |= next.is_dead();
             }
         }
     }
     if died {
         // A thread that saw a match leaves it to the exact search.
-        for t in st.threads.iter().filter(|t| t.1.is_dead() && t.2) {
-            mark(&mut st.dirty, t.0);
+        for t in st.threads.iter().filter(|t| t.state.is_dead() && t.matched) {
+            mark(&mut st.dirty, t.start);
         }
-        st.threads.retain(|t| !t.1.is_dead());
+        st.threads.retain(|t| !t.state.is_dead());
     }
     if rule.can_start(b)
         && rule
@@ -567,7 +576,11 @@ fn step(
         if let Some(s0) = start_state(dfa, cache, &mut st.starts, lb) {
             if let Ok(next) = dfa.next_state(cache, s0, b) {
                 if !next.is_dead() {
-                    st.threads.push((j, next, next.is_match()));
+                    st.threads.push(Thread {
+                        start: j,
+                        state: next,
+                        matched: next.is_match(),
+                    });
                 }
             }
         }

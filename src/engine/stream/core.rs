@@ -408,7 +408,12 @@ impl Core {
                 searching |= rule_bit(i);
                 continue;
             }
-            match st.threads.first().map(|t| t.0).or(st.deferred.map(|d| d.0)) {
+            match st
+                .threads
+                .first()
+                .map(|t| t.start)
+                .or(st.deferred.map(|d| d.0))
+            {
                 Some(live) => {
                     st.p = st.p.max(live);
                     threaded |= rule_bit(i);
@@ -462,7 +467,7 @@ impl Core {
             return st.p;
         }
         match (st.threads.first(), st.deferred) {
-            (Some(t), _) => t.0,
+            (Some(t), _) => t.start,
             (None, Some((at, _))) => at,
             (None, None) => n,
         }
@@ -556,25 +561,25 @@ impl Core {
         // rare; their flags go to a vector).
         let mut flags = 0u64;
         let mut more: Vec<bool> = Vec::new();
-        for (k, &(s, sid, matched)) in st.threads.iter().enumerate() {
+        for (k, thread) in st.threads.iter().enumerate() {
             // Sorted by state: a lookup at every push with threads costs a
             // binary search, not a scan of up to MAX_TERMINAL_MEMO entries.
-            let t = match st.terminal.binary_search_by_key(&sid, |e| e.0) {
+            let t = match st.terminal.binary_search_by_key(&thread.state, |e| e.0) {
                 Ok(at) => st.terminal[at].1,
                 Err(at) => {
-                    let t = is_terminal(dfa, cache, sid);
+                    let t = is_terminal(dfa, cache, thread.state);
                     if cache.clear_count() != st.clears {
                         // Ids changed under us: keep everything (conservative).
                         return;
                     }
                     if st.terminal.len() < MAX_TERMINAL_MEMO {
-                        st.terminal.insert(at, (sid, t));
+                        st.terminal.insert(at, (thread.state, t));
                     }
                     t
                 }
             };
-            if t && matched {
-                mark(&mut st.dirty, s);
+            if t && thread.matched {
+                mark(&mut st.dirty, thread.start);
             }
             if k < 64 {
                 flags |= u64::from(t) << k;

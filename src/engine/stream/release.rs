@@ -209,7 +209,7 @@ impl Core {
         for i in rules_in(self.busy, self.rules.len()) {
             let r = &mut self.rules[i];
             r.p -= shift;
-            r.threads.iter_mut().for_each(|t| t.0 -= shift);
+            r.threads.iter_mut().for_each(|t| t.start -= shift);
             r.deferred = r.deferred.map(|(at, req)| (at - shift, req));
             r.dirty = r
                 .dirty

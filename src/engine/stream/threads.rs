@@ -9,9 +9,20 @@ use regex_automata::util::look::{Look, LookMatcher};
 use regex_automata::util::start;
 use regex_automata::Anchored;
 
-/// A thread: its start, its DFA state, and whether it has reached a match
-/// state (the exact search then has a match to find from its start).
-pub(super) type Thread = (usize, LazyStateID, bool);
+/// A thread: a start position of a rule and the state of its anchored DFA
+/// after the bytes from there (see [`RuleState::threads`]).
+///
+/// [`RuleState::threads`]: super::core::RuleState::threads
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Thread {
+    /// Where the thread started (an offset in the core's buffer).
+    pub(super) start: usize,
+    /// Its DFA state: a dead one can never match from `start`.
+    pub(super) state: LazyStateID,
+    /// Whether it has reached a match state on the way: the exact search
+    /// then has a match to find from `start` once the thread settles.
+    pub(super) matched: bool,
+}
 
 #[inline]
 pub(super) fn start_state(
@@ -36,10 +47,13 @@ pub(super) fn start_state(
 pub(super) fn dedup(threads: &mut Vec<Thread>) {
     let mut k = 1;
     while k < threads.len() {
-        match threads[..k].iter().position(|t| t.1 == threads[k].1) {
+        match threads[..k]
+            .iter()
+            .position(|t| t.state == threads[k].state)
+        {
             Some(first) => {
-                let matched = threads[k].2;
-                threads[first].2 |= matched;
+                let matched = threads[k].matched;
+                threads[first].matched |= matched;
                 threads.remove(k);
             }
             None => k += 1,
