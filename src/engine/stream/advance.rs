@@ -6,7 +6,7 @@
 //! match, move a rule's settled position or release text.
 
 use super::core::{mark, Core, RuleState};
-use super::mask::rule_bit;
+use super::mask::RuleMask;
 use super::plan::{LiveCaches, LiveRule};
 use super::threads::{class_of, dedup, lead_holds, start_state, Thread};
 use regex_automata::hybrid::dfa::{Cache as LazyCache, DFA};
@@ -20,6 +20,24 @@ const SIMULATE_BELOW: usize = 64;
 /// Pieces up to this many bytes take one pass in [`Core::advance_all`]
 /// (16 code points are at most 64 bytes; `Core::scratch` holds 65 entries).
 const ONE_PASS_MAX: usize = 64;
+
+/// What [`Core::advance_all`] learns of a piece in its pass (or two) over
+/// the bytes, for all rules at once (only the rules with a bit of their
+/// own, see [`RuleMask`]).
+struct PieceScan {
+    /// The rules that a byte of the piece can start.
+    starts: RuleMask,
+    /// The rules that a byte of the piece is a required byte of.
+    needs: RuleMask,
+    /// The rules with a non-inner byte in the piece ([`RuleMask::ALL`]
+    /// when each rule's last one is looked up in `Core::scratch` instead).
+    outer: RuleMask,
+    /// The rules that a byte after their last non-inner byte can start.
+    tail: RuleMask,
+    /// The rules that may have a match before their last non-inner byte:
+    /// the piece has a byte that can start one and a required one up to it.
+    may: RuleMask,
+}
 
 impl Core {
     /// Feeds `buf[from..to]` to rule `i`'s threads, opening one at every
@@ -183,7 +201,12 @@ impl Core {
     /// looked at: those with threads and those the bytes can start (no
     /// other rule has anything to simulate).
     #[inline]
-    pub(super) fn advance_all(&mut self, from: usize, to: usize, live: &mut LiveCaches) -> u64 {
+    pub(super) fn advance_all(
+        &mut self,
+        from: usize,
+        to: usize,
+        live: &mut LiveCaches,
+    ) -> RuleMask {
         let plan = &*self.plan;
         let count = self.rules.len();
         let buf = self.buf.as_bytes();
@@ -196,7 +219,13 @@ impl Core {
         // up only for the few rules simulated. A long one takes two passes,
         // which stop early and need no room per byte.
         let one_pass = bytes.len() <= ONE_PASS_MAX;
-        let (starts, needs, outer, tail, may) = if one_pass {
+        let PieceScan {
+            starts,
+            needs,
+            outer,
+            tail,
+            may,
+        } = if one_pass {
             // Per byte: the rules it can start (`f`, with the word
             // assertion) and those for which it is not inner (`o`). `tail`
             // keeps the rules started after their last non-inner byte so
@@ -205,8 +234,13 @@ impl Core {
             // so up to the last one). A rule without a non-inner byte that
             // the piece can start is in `tail`, so `outer` is left to the
             // lookup (all rules may have one).
-            let (mut starts, mut needs, mut tail, mut may, mut c) =
-                (0u64, 0u64, 0u64, 0u64, before);
+            let (mut starts, mut needs, mut tail, mut may, mut c) = (
+                RuleMask::EMPTY,
+                RuleMask::EMPTY,
+                RuleMask::EMPTY,
+                RuleMask::EMPTY,
+                before,
+            );
             for (slot, &b) in self.scratch.iter_mut().zip(bytes) {
                 let k = usize::from(b);
                 let f = plan.first_mask[c][k];
@@ -218,41 +252,40 @@ impl Core {
                 slot.1 = !inner;
                 c = class_of(b);
             }
-            (starts, needs, u64::MAX, tail, may)
+            PieceScan {
+                starts,
+                needs,
+                outer: RuleMask::ALL,
+                tail,
+                may,
+            }
         } else {
             self.two_passes(from, to, before)
         };
         let active = self.threaded | starts;
-        if active == 0 {
-            return 0;
+        if active.is_empty() {
+            return RuleMask::EMPTY;
         }
         // Past 64 rules, the last bit stands for every rule from the 64th
         // on: those are advanced one by one.
-        let (exact, shared) = if count > 64 {
-            (active & !rule_bit(63), active & rule_bit(63) != 0)
-        } else {
-            (active, false)
-        };
+        let (exact, shared) = (active.without_shared(count), active.has_shared(count));
         let outer = outer & exact;
         // A rule without threads, with no match possible before its last
         // non-inner byte and no start after it, has nothing to simulate.
         let idle = exact & !self.threaded & outer & !may & !tail;
-        let mut rest = exact & !idle;
-        while rest != 0 {
-            let i = rest.trailing_zeros() as usize;
-            rest &= rest - 1;
-            let bit = rule_bit(i);
-            let last = if outer & bit == 0 {
+        // No shared bit in `exact`: its bits are its rules.
+        for i in (exact & !idle).bits() {
+            let last = if !outer.contains(i) {
                 None
             } else if one_pass {
                 self.scratch[..to - from]
                     .iter()
-                    .rposition(|&(_, o)| o & bit != 0)
+                    .rposition(|&(_, o)| o.contains(i))
             } else {
                 Some(self.last_outer[i])
             };
-            let skip = last.map(|k| (from + k, may & bit != 0));
-            let needed = needs & bit != 0;
+            let skip = last.map(|k| (from + k, may.contains(i)));
+            let needed = needs.contains(i);
             let cache = live.0[i].as_mut();
             if let (Some((last, false)), false) = (skip, needed) {
                 if self.reopen_word(i, last, to, cache.as_deref()) {
@@ -274,23 +307,16 @@ impl Core {
     /// the piece can start and has required bytes for (it stops once every
     /// rule has both), one backwards for each rule's last non-inner byte
     /// (kept in `last_outer`) and the rules that a byte after it can start.
-    /// Returns the rules the piece can start, those it has required bytes
-    /// for, those with a non-inner byte, those started after their last
-    /// one, and those that may have a match before it.
     #[inline]
-    fn two_passes(&mut self, from: usize, to: usize, before: usize) -> (u64, u64, u64, u64, u64) {
+    fn two_passes(&mut self, from: usize, to: usize, before: usize) -> PieceScan {
         let plan = &*self.plan;
         let count = self.rules.len();
         let bytes = &self.buf.as_bytes()[from..to];
         let class_before = |k: usize| k.checked_sub(1).map_or(before, |k| class_of(bytes[k]));
         // Every rule's bit: a long piece stops being looked at once each
         // rule can start in it and has its required bytes there.
-        let all = if count >= 64 {
-            u64::MAX
-        } else {
-            (1u64 << count) - 1
-        };
-        let (mut starts, mut needs, mut c) = (0u64, 0u64, before);
+        let all = RuleMask::first(count);
+        let (mut starts, mut needs, mut c) = (RuleMask::EMPTY, RuleMask::EMPTY, before);
         for block in bytes.chunks(256) {
             (starts, needs, c) = block.iter().fold((starts, needs, c), |(f, r, c), &b| {
                 let k = usize::from(b);
@@ -305,14 +331,16 @@ impl Core {
             }
         }
         let active = self.threaded | starts;
-        if active == 0 {
-            return (0, needs, 0, 0, 0);
+        if active.is_empty() {
+            return PieceScan {
+                starts: RuleMask::EMPTY,
+                needs,
+                outer: RuleMask::EMPTY,
+                tail: RuleMask::EMPTY,
+                may: RuleMask::EMPTY,
+            };
         }
-        let exact = if count > 64 {
-            active & !rule_bit(63)
-        } else {
-            active
-        };
+        let exact = active.without_shared(count);
         // Backwards: each rule's last non-inner byte, and the rules that a
         // byte after it can start. Every byte writes its (position, rules)
         // entry and only one that ends some rule's search is kept: no
@@ -321,35 +349,34 @@ impl Core {
         let found = &mut self.scratch;
         let mut kept = 0usize;
         let mut pending = exact;
-        let mut tail = 0u64;
+        let mut tail = RuleMask::EMPTY;
         for (k, &b) in bytes.iter().enumerate().rev() {
-            if pending == 0 {
+            if pending.is_empty() {
                 break;
             }
             let hit = !plan.inner_mask[usize::from(b)] & pending;
             pending &= !hit;
             tail |= plan.first_mask[class_before(k)][usize::from(b)] & pending;
             found[kept] = (k, hit);
-            kept += usize::from(hit != 0);
+            kept += usize::from(!hit.is_empty());
         }
         let outer = exact & !pending;
         let found = &found[..kept];
-        for &(k, mut hit) in found {
-            while hit != 0 {
-                self.last_outer[hit.trailing_zeros() as usize] = k;
-                hit &= hit - 1;
+        for &(k, hit) in found {
+            for i in hit.bits() {
+                self.last_outer[i] = k;
             }
         }
         // Forwards, by increasing position: the starting and required
         // bytes seen up to each rule's last non-inner byte, for the rules
         // that the whole piece has both for (for the others no match can
         // lie in the skipped text).
-        let mut may = 0u64;
+        let mut may = RuleMask::EMPTY;
         let candidates = starts & needs & outer;
-        if candidates != 0 {
-            let (mut first, mut required, mut at) = (0u64, 0u64, 0usize);
+        if !candidates.is_empty() {
+            let (mut first, mut required, mut at) = (RuleMask::EMPTY, RuleMask::EMPTY, 0usize);
             for &(k, hit) in found.iter().rev() {
-                if hit & candidates == 0 {
+                if (hit & candidates).is_empty() {
                     continue;
                 }
                 // Without the word assertion (a superset, one load fewer a
@@ -365,7 +392,13 @@ impl Core {
                 may |= first & required & hit;
             }
         }
-        (starts, needs, outer, tail, may)
+        PieceScan {
+            starts,
+            needs,
+            outer,
+            tail,
+            may,
+        }
     }
 
     /// Rule `i` in the common case of a word of prose cut across pieces

@@ -6,8 +6,7 @@
 //! liveness tables (the plan is shared and read-only) nor hold an
 //! evaluator (it is passed to each call, whatever handle the session has).
 
-use super::mask::rule_bit;
-use super::mask::rules_in;
+use super::mask::RuleMask;
 use super::plan::{LiveCaches, LivePlan};
 use super::release::WhitespaceScan;
 use super::spans::SpanLog;
@@ -92,17 +91,16 @@ pub(super) struct Core {
     pub(super) pending: BTreeSet<Pending>,
     /// Reused between pushes: (non-inner byte, rules it is the last one
     /// of) entries, room for 65 (see [`Core::advance_all`]).
-    pub(super) scratch: Vec<(usize, u64)>,
+    pub(super) scratch: Vec<(usize, RuleMask)>,
     /// Reused between pushes: for rule `i` (below 64) with a non-inner byte
     /// in the piece, the last one's offset.
     pub(super) last_outer: Vec<usize>,
-    /// Rules (bits as in [`LivePlan::first_mask`](super::plan::LivePlan::first_mask)) with threads, unsearched
-    /// starts or no automaton: only they and the rules that a piece can
-    /// start are looked at in a push. Every other rule is settled up to
+    /// Rules with threads, unsearched starts or no automaton: only they and
+    /// the rules that a piece can start are looked at in a push. Every other rule is settled up to
     /// `scanned` (its `p` is not kept up to date).
-    pub(super) busy: u64,
+    pub(super) busy: RuleMask,
     /// Rules with threads (a subset of `busy`).
-    pub(super) threaded: u64,
+    pub(super) threaded: RuleMask,
     /// Trigger slots with committed matches.
     fired: Vec<bool>,
     pub(super) pushed_chars: usize,
@@ -173,7 +171,7 @@ impl Core {
             .iter()
             .enumerate()
             .filter(|(_, r)| r.dfa.is_none())
-            .fold(0, |m, (i, _)| m | rule_bit(i));
+            .fold(RuleMask::EMPTY, |m, (i, _)| m | RuleMask::of(i));
         Self {
             plan,
             opts,
@@ -202,10 +200,10 @@ impl Core {
                 })
                 .collect(),
             pending: BTreeSet::new(),
-            scratch: vec![(0, 0); 65],
+            scratch: vec![(0, RuleMask::EMPTY); 65],
             last_outer: vec![0; count.min(64)],
             busy,
-            threaded: 0,
+            threaded: RuleMask::EMPTY,
             fired,
             pushed_chars: 0,
             released_chars: 0,
@@ -359,7 +357,7 @@ impl Core {
         let mut fatal = false;
         let was_busy = self.busy;
         let touched = if eoi {
-            for i in rules_in(self.threaded, count) {
+            for i in self.threaded.iter(count) {
                 // The end of input may complete what is still live.
                 let r = &mut self.rules[i];
                 if !r.threads.is_empty() || r.deferred.is_some() {
@@ -379,12 +377,13 @@ impl Core {
         // is settled here, in the same pass: up to its earliest live start.
         // Only the rules left with a match to look for go through the exact
         // search below.
-        let (mut still, mut threaded, mut searching) = (0u64, 0u64, 0u64);
+        let (mut still, mut threaded, mut searching) =
+            (RuleMask::EMPTY, RuleMask::EMPTY, RuleMask::EMPTY);
         let (mut q, mut min_p) = (n, n);
-        for i in rules_in(touched, count) {
+        for i in touched.iter(count) {
             let has_dfa = self.plan.rules[i].dfa.is_some();
             let st = &mut self.rules[i];
-            if was_busy & rule_bit(i) == 0 {
+            if !was_busy.contains(i) {
                 // Idle until now: settled up to the previous end.
                 st.p = from;
             }
@@ -405,7 +404,7 @@ impl Core {
                     _ => st.p,
                 };
                 min_p = min_p.min(from);
-                searching |= rule_bit(i);
+                searching.insert(i);
                 continue;
             }
             match st
@@ -416,8 +415,8 @@ impl Core {
             {
                 Some(live) => {
                     st.p = st.p.max(live);
-                    threaded |= rule_bit(i);
-                    still |= rule_bit(i);
+                    threaded.insert(i);
+                    still.insert(i);
                     if !eoi {
                         q = q.min(live);
                     }
@@ -425,20 +424,20 @@ impl Core {
                 None => st.p = st.p.max(n),
             }
         }
-        if searching != 0 {
+        if !searching.is_empty() {
             // Candidate rules for the exact search: their required bytes
             // occur in the unsettled text (a match lies inside it).
             let mask = ev.required.scan(&self.buf.as_bytes()[min_p..n]);
-            for i in rules_in(searching, count) {
+            for i in searching.iter(count) {
                 let candidate = mask[i / 64] & (1 << (i % 64)) != 0;
                 fatal |= self.commit(ev, i, n, eoi, candidate, caches, live.0[i].as_mut());
                 let st = &self.rules[i];
                 let live = !st.threads.is_empty() || st.deferred.is_some();
                 if live {
-                    threaded |= rule_bit(i);
+                    threaded.insert(i);
                 }
                 if live || st.dirty.is_some() || self.plan.rules[i].dfa.is_none() {
-                    still |= rule_bit(i);
+                    still.insert(i);
                 }
                 if !eoi {
                     q = q.min(self.earliest_live(i, n));

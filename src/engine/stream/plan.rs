@@ -5,7 +5,7 @@
 //! at once. Read-only once built and shared by every session of the
 //! evaluator: it holds no session state and never sees a session's text.
 
-use super::mask::rule_bit;
+use super::mask::RuleMask;
 use super::threads::{ascii_lead, is_continuation, is_terminal, is_word_byte};
 use crate::engine::{Evaluator, Matcher, Severity};
 use crate::pattern::{NEST_LIMIT, PATTERN_SIZE_LIMIT};
@@ -30,17 +30,19 @@ pub(in crate::engine) struct LivePlan {
     /// For matcher `i`: its placeholder (a copy of the evaluator's, so that
     /// a release needs nothing but the plan).
     pub(super) placeholders: Vec<String>,
-    /// For each class of the byte before (see [`class_of`](super::threads::class_of)) and each byte,
-    /// the rules a match of which can begin there (bit `i` for rule `i`;
-    /// rules past the 64th share bit 63). A rule whose matches begin with
-    /// a word assertion is left out where the assertion fails between
-    /// ASCII characters: in prose, the health-id codon (`\b` then `M`,
-    /// `E` or `R`) starts only at the words that begin with those letters.
-    pub(super) first_mask: [[u64; 256]; 3],
+    /// For each class of the byte before (see [`class_of`]) and each byte,
+    /// the rules a match of which can begin there. A rule whose matches
+    /// begin with a word assertion is left out where the assertion fails
+    /// between ASCII characters: in prose, the health-id codon (`\b` then
+    /// `M`, `E` or `R`) starts only at the words that begin with those
+    /// letters.
+    ///
+    /// [`class_of`]: super::threads::class_of
+    pub(super) first_mask: [[RuleMask; 256]; 3],
     /// For each byte, the rules for which it is inner (see [`LiveRule`]).
-    pub(super) inner_mask: [u64; 256],
+    pub(super) inner_mask: [RuleMask; 256],
     /// For each byte, the rules that require it (or require nothing).
-    pub(super) required_mask: [u64; 256],
+    pub(super) required_mask: [RuleMask; 256],
 }
 
 pub(super) struct SlotInfo {
@@ -91,9 +93,9 @@ impl LivePlan {
             slot: Vec::new(),
             slots: Vec::new(),
             placeholders: Vec::new(),
-            first_mask: [[0; 256]; 3],
-            inner_mask: [0; 256],
-            required_mask: [0; 256],
+            first_mask: [[RuleMask::EMPTY; 256]; 3],
+            inner_mask: [RuleMask::EMPTY; 256],
+            required_mask: [RuleMask::EMPTY; 256],
         }
     }
 
@@ -130,22 +132,22 @@ impl LivePlan {
                 },
             }))
             .collect();
-        let mut first_mask = [[0u64; 256]; 3];
-        let mut inner_mask = [0u64; 256];
-        let mut required_mask = [0u64; 256];
+        let mut first_mask = [[RuleMask::EMPTY; 256]; 3];
+        let mut inner_mask = [RuleMask::EMPTY; 256];
+        let mut required_mask = [RuleMask::EMPTY; 256];
         for (i, r) in rules.iter().enumerate() {
             for b in 0..=255u8 {
                 let k = usize::from(b);
                 for (class, mask) in first_mask.iter_mut().enumerate() {
                     if r.can_start_after(class, b) {
-                        mask[k] |= rule_bit(i);
+                        mask[k].insert(i);
                     }
                 }
                 if r.inner[k] {
-                    inner_mask[k] |= rule_bit(i);
+                    inner_mask[k].insert(i);
                 }
                 if r.required[k] {
-                    required_mask[k] |= rule_bit(i);
+                    required_mask[k].insert(i);
                 }
             }
         }

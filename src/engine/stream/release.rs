@@ -5,7 +5,6 @@
 //! only when it drops released bytes.
 
 use super::core::Core;
-use super::mask::rules_in;
 use super::threads::{char_count, next_char};
 use crate::engine::write_regions;
 use std::cmp::Reverse;
@@ -206,7 +205,7 @@ impl Core {
         self.head -= shift;
         self.scanned -= shift;
         // Idle rules hold no position that the shift concerns.
-        for i in rules_in(self.busy, self.rules.len()) {
+        for i in self.busy.iter(self.rules.len()) {
             let r = &mut self.rules[i];
             r.p -= shift;
             r.threads.iter_mut().for_each(|t| t.start -= shift);
