@@ -13,7 +13,7 @@ use super::spans::SpanLog;
 use super::threads::{is_terminal, next_char, Thread};
 use super::{whole, Blocked, Released, StreamOptions, COST_ACTION, COST_REASON};
 use crate::engine::normalize::Normalize;
-use crate::engine::{Caches, Evaluator, Severity};
+use crate::engine::{Caches, Evaluator, Region, Severity};
 use regex_automata::hybrid::dfa::Cache as LazyCache;
 use regex_automata::hybrid::LazyStateID;
 use std::cmp::Reverse;
@@ -83,7 +83,7 @@ pub(super) struct Core {
     /// With normalization: the regions each release wrote, in absolute
     /// offsets of the view, for [`NormStream`](super::normalized::NormStream) to map (the core then builds
     /// no text of its own).
-    pub(super) tap: Option<Vec<(usize, usize, String)>>,
+    pub(super) tap: Option<Vec<Region<String>>>,
     pub(super) rules: Vec<RuleState>,
     /// Committed matches not yet released, kept in sweep order: a release
     /// visits only those that start before its cut, however many wait

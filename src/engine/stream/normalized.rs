@@ -7,7 +7,7 @@ use super::core::Core;
 use super::threads::char_count;
 use super::{Blocked, Released};
 use crate::engine::normalize::{self, Normalizer, ViewMap};
-use crate::engine::{write_regions, Evaluator};
+use crate::engine::{write_regions, Evaluator, Region};
 
 /// The original-text side of a normalized session (SPEC §15 with §11): the
 /// pushed text goes through a [`Normalizer`], the core runs on the view, and
@@ -28,7 +28,7 @@ pub(super) struct NormStream {
     head: usize,
     /// Mapped regions not yet written (sorted, disjoint): one can end past
     /// what the core released when two view characters share a segment.
-    held: Vec<(usize, usize, String)>,
+    held: Vec<Region<String>>,
     /// Reused: the view of the last piece.
     view: String,
     pub(super) pushed_chars: usize,
@@ -102,9 +102,9 @@ impl NormStream {
     fn release(&mut self, core: &mut Core, eoi: bool) -> Released {
         let released_view = core.dropped + core.head;
         if let Some(tap) = core.tap.as_mut() {
-            for (s, e, p) in tap.drain(..) {
-                let (s, e) = self.map.span(s, e);
-                normalize::push_region(&mut self.held, s, e, p);
+            for r in tap.drain(..) {
+                let (s, e) = self.map.span(r.start, r.end);
+                normalize::push_region(&mut self.held, s, e, r.placeholder);
             }
         }
         let end = self.base + self.orig.len();
@@ -116,17 +116,21 @@ impl NormStream {
             self.map.start(released_view)
         };
         let mut closed = self.held.len();
-        if let Some(k) = self.held.iter().position(|r| r.1 > cut) {
-            cut = cut.min(self.held[k].0);
+        if let Some(k) = self.held.iter().position(|r| r.end > cut) {
+            cut = cut.min(self.held[k].start);
             closed = k;
         }
         self.map.forget_before(released_view);
         if cut <= self.head {
             return Released::default();
         }
-        let regions: Vec<(usize, usize, &str)> = self.held[..closed]
+        let regions: Vec<Region<&str>> = self.held[..closed]
             .iter()
-            .map(|(s, e, p)| (s - self.base, e - self.base, p.as_str()))
+            .map(|r| Region {
+                start: r.start - self.base,
+                end: r.end - self.base,
+                placeholder: r.placeholder.as_str(),
+            })
             .collect();
         let (from, to) = (self.head - self.base, cut - self.base);
         let mut text = String::with_capacity(to - from);

@@ -6,7 +6,7 @@
 
 use super::core::Core;
 use super::threads::{char_count, next_char};
-use crate::engine::write_regions;
+use crate::engine::{write_regions, Region};
 use std::cmp::Reverse;
 use std::sync::Arc;
 
@@ -51,44 +51,51 @@ impl Core {
         // by `q`, and one that ends after it stops the release anyway.
         let at = self.dropped;
         let plan = Arc::clone(&self.plan);
-        let mut regions: Vec<(usize, usize, &str)> = Vec::new();
+        let mut regions: Vec<Region<&str>> = Vec::new();
         for &(s, Reverse(e), _, matcher) in self
             .pending
             .range(..(at + q, Reverse(usize::MAX), (0, 0), 0))
         {
             let (s, e) = (s - at, e - at);
             match regions.last_mut() {
-                Some(last) if s < last.1 => last.1 = last.1.max(e),
-                _ => regions.push((s, e, plan.placeholders[matcher].as_str())),
+                Some(last) if s < last.end => last.end = last.end.max(e),
+                _ => regions.push(Region {
+                    start: s,
+                    end: e,
+                    placeholder: plan.placeholders[matcher].as_str(),
+                }),
             }
         }
         // A region that a later match (starting at `q` or after) could still
         // extend is not released, nor anything after it.
         let mut cut = q;
         let mut closed = regions.len();
-        if let Some(k) = regions.iter().position(|&(s, e, _)| e > q || s >= q) {
-            cut = cut.min(regions[k].0);
+        if let Some(k) = regions.iter().position(|r| r.end > q || r.start >= q) {
+            cut = cut.min(regions[k].start);
             closed = k;
         }
         if self.opts.lookahead_chars > 0 && !eoi {
             cut = self.whitespace_cut(cut, n, &regions[..closed]);
         }
-        let regions = &regions[..regions[..closed].iter().take_while(|r| r.1 <= cut).count()];
+        let regions = &regions[..regions[..closed]
+            .iter()
+            .take_while(|r| r.end <= cut)
+            .count()];
         if cut <= self.head {
             return false;
         }
         match self.tap.as_mut() {
             // A blocked session writes nothing (its releases are dropped).
             _ if self.blocked.is_some() => {}
-            Some(tap) => tap.extend(
-                regions
-                    .iter()
-                    .map(|&(s, e, p)| (self.dropped + s, self.dropped + e, p.to_string())),
-            ),
+            Some(tap) => tap.extend(regions.iter().map(|r| Region {
+                start: self.dropped + r.start,
+                end: self.dropped + r.end,
+                placeholder: r.placeholder.to_string(),
+            })),
             None => {
                 // One allocation for a new release, of its exact size.
-                let removed: usize = regions.iter().map(|&(s, e, _)| e - s).sum();
-                let added: usize = regions.iter().map(|r| r.2.len()).sum();
+                let removed: usize = regions.iter().map(|r| r.end - r.start).sum();
+                let added: usize = regions.iter().map(|r| r.placeholder.len()).sum();
                 out.reserve((cut - self.head).saturating_sub(removed) + added);
                 write_regions(out, &self.buf, self.head, cut, regions);
             }
@@ -112,7 +119,7 @@ impl Core {
     /// such whitespace found so far are kept across pushes, so a long run
     /// without whitespace is scanned once, not once a push.
     #[inline]
-    fn whitespace_cut(&mut self, cut: usize, n: usize, regions: &[(usize, usize, &str)]) -> usize {
+    fn whitespace_cut(&mut self, cut: usize, n: usize, regions: &[Region<&str>]) -> usize {
         let at = self.dropped;
         let (head, end_abs) = (at + self.head, at + n);
         let ws = &mut self.ws;
@@ -145,7 +152,7 @@ impl Core {
             // back from it, as the whole-text rule does.
             for (idx, c) in self.buf[self.head..end].char_indices().rev() {
                 let w = self.head + idx;
-                if c.is_whitespace() && !regions.iter().any(|r| r.0 <= w && w < r.1) {
+                if c.is_whitespace() && !regions.iter().any(|r| r.start <= w && w < r.end) {
                     return w + c.len_utf8();
                 }
             }
@@ -157,10 +164,10 @@ impl Core {
                 continue;
             }
             let w = ws.upto - at + idx;
-            while regions.get(k).is_some_and(|r| r.1 <= w) {
+            while regions.get(k).is_some_and(|r| r.end <= w) {
                 k += 1;
             }
-            if regions.get(k).is_none_or(|r| w < r.0) {
+            if regions.get(k).is_none_or(|r| w < r.start) {
                 ws.last = Some(at + w + c.len_utf8());
             }
         }
