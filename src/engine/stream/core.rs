@@ -56,11 +56,37 @@ pub(super) struct RuleState {
     pub(super) dirty: Option<(usize, usize)>,
 }
 
-/// A committed match not yet released, in the order of the §6.3 sweep:
-/// absolute start, end descending, sort key; then the matcher that found
-/// it (its placeholder is looked up in the plan when the text is written).
-/// Offsets are absolute, so dropping released text moves none of them.
-pub(super) type Pending = (usize, Reverse<usize>, (usize, usize), usize);
+/// A committed match not yet released. Ordered as the §6.3 sweep takes
+/// matches (the derived order compares the fields in turn): by start, the
+/// longer first, then by sort key; then by the matcher that found it (its
+/// placeholder is looked up in the plan when the text is written). Offsets
+/// are absolute, so dropping released text moves none of them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) struct Pending {
+    /// Where the match starts.
+    pub(super) start: usize,
+    /// Where it ends, reversed: at one start, the match that ends later
+    /// comes first.
+    pub(super) end: Reverse<usize>,
+    /// The matcher's sort key ([`Evaluator::redaction_key`]).
+    pub(super) key: (usize, usize),
+    /// The matcher that found it.
+    pub(super) matcher: usize,
+}
+
+impl Pending {
+    /// The first match in sweep order that could start at `start`: every
+    /// match that starts before it sorts before this one.
+    #[inline]
+    pub(super) fn first_at(start: usize) -> Self {
+        Self {
+            start,
+            end: Reverse(usize::MAX),
+            key: (0, 0),
+            matcher: 0,
+        }
+    }
+}
 
 /// A session's state, whatever holds its evaluator: the evaluator is passed
 /// to each call, so one copy of the code serves both handle kinds.
@@ -516,7 +542,12 @@ impl Core {
                 let slot = self.plan.slot[i];
                 let (key, _) = ev.redaction_key(i);
                 let at = self.dropped;
-                self.pending.insert((at + vs, Reverse(at + ve), key, i));
+                self.pending.insert(Pending {
+                    start: at + vs,
+                    end: Reverse(at + ve),
+                    key,
+                    matcher: i,
+                });
                 let floor = (at + self.head, self.released_chars);
                 let ascii_from = self.last_non_ascii.map_or(0, |k| k + 1);
                 self.spans

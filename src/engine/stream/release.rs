@@ -4,10 +4,9 @@
 //! matches and never finds or commits one; it shifts the rules' offsets
 //! only when it drops released bytes.
 
-use super::core::Core;
+use super::core::{Core, Pending};
 use super::threads::{char_count, next_char};
 use crate::engine::{write_regions, Region};
-use std::cmp::Reverse;
 use std::sync::Arc;
 
 /// Where [`Core::whitespace_cut`] stands, in absolute offsets: the last L − 1
@@ -52,17 +51,14 @@ impl Core {
         let at = self.dropped;
         let plan = Arc::clone(&self.plan);
         let mut regions: Vec<Region<&str>> = Vec::new();
-        for &(s, Reverse(e), _, matcher) in self
-            .pending
-            .range(..(at + q, Reverse(usize::MAX), (0, 0), 0))
-        {
-            let (s, e) = (s - at, e - at);
+        for p in self.pending.range(..Pending::first_at(at + q)) {
+            let (s, e) = (p.start - at, p.end.0 - at);
             match regions.last_mut() {
                 Some(last) if s < last.end => last.end = last.end.max(e),
                 _ => regions.push(Region {
                     start: s,
                     end: e,
-                    placeholder: plan.placeholders[matcher].as_str(),
+                    placeholder: plan.placeholders[p.matcher].as_str(),
                 }),
             }
         }
@@ -103,7 +99,7 @@ impl Core {
         let redacted = !regions.is_empty();
         self.released_chars += char_count(&self.buf[self.head..cut]);
         // Every match that starts before the cut ends by it.
-        while self.pending.first().is_some_and(|p| p.0 < at + cut) {
+        while self.pending.first().is_some_and(|p| p.start < at + cut) {
             self.pending.pop_first();
         }
         self.head = cut;

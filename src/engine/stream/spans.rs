@@ -9,9 +9,20 @@ use crate::engine::{Evaluator, Severity};
 
 /// One committed match for the decision: its span in the text the rules
 /// ran on (bytes; the view with normalization), which orders a hard rule's
-/// spans as the whole-text evaluation orders them, and its span in code
-/// points of the original text.
-pub(super) type MatchSpan = (usize, usize, usize, usize);
+/// spans as the whole-text evaluation orders them (the derived order
+/// compares the fields in turn), and its span in code points of the
+/// original text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct MatchSpan {
+    /// Start in the text the rules ran on (bytes): first in the order.
+    view_start: usize,
+    /// End in the text the rules ran on (bytes).
+    view_end: usize,
+    /// Start in code points of the original text.
+    cp_start: usize,
+    /// End in code points of the original text.
+    cp_end: usize,
+}
 
 /// The matches a session committed, per matcher, in code points: what its
 /// decision's triggers are made of. Each matcher keeps the byte offset and
@@ -106,14 +117,19 @@ impl SpanLog {
         let start = cursor.1 + count(cursor.0, orig.0);
         let end = start + count(orig.0, orig.1);
         *cursor = (orig.0, start);
-        spans.push((view.0, view.1, start, end));
+        spans.push(MatchSpan {
+            view_start: view.0,
+            view_end: view.1,
+            cp_start: start,
+            cp_end: end,
+        });
     }
 
     /// The triggers of the committed matches, as [`Evaluator::evaluate`]
     /// lists them: custom rules in file order, then the hard rules, each
     /// with its spans sorted by start then end.
     pub(super) fn triggers<'e>(&self, ev: &'e Evaluator) -> Vec<Trigger<'e>> {
-        let cps = |m: &[MatchSpan]| m.iter().map(|&(_, _, s, e)| [s, e]).collect::<Vec<_>>();
+        let cps = |m: &[MatchSpan]| m.iter().map(|s| [s.cp_start, s.cp_end]).collect::<Vec<_>>();
         let mut triggers = Vec::new();
         for (info, spans) in ev.rules.iter().zip(&self.spans) {
             if spans.is_empty() {
