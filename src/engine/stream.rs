@@ -23,89 +23,37 @@
 //! one that ends at the current end)?
 //!
 //! Liveness comes from a lazy DFA (`regex_automata::hybrid`), run
-//! **anchored** from every start position at once:
+//! **anchored** from every start position at once: a *thread* is a start
+//! position and the DFA state reached from it. Every start before the
+//! earliest live start is settled, so the exact regex finds the committed
+//! matches there and moves `p` past them; the session releases the text
+//! before the earliest live start of any rule, redacted by the §6.3 sweep.
+//! The total work is linear in the text, however it is cut. Each part has
+//! its own module, whose doc holds that part's design:
 //!
-//! - each *thread* is a start position and the DFA state reached from it;
-//!   a thread whose state is dead can never match from its start, and two
-//!   threads in the same state have the same future, so only the earlier
-//!   start is kept (a later start dies when the earlier one does). Each
-//!   byte costs one transition per live thread: the work is linear in the
-//!   text and independent of how it was cut;
-//! - a state that every byte and the end of input lead to the dead state is
-//!   as good as dead (a match that ended one character ago and that nothing
-//!   can extend, e.g. after a trailing `\b` was settled);
-//! - rules with a Unicode word boundary (`\b`), which the DFAs cannot
-//!   evaluate on non-ASCII text, use their boundary-free form with
-//!   `MatchKind::All`: it accepts a superset of the matches and keeps every
-//!   thread that could match, so it only ever holds back more, never less. A
-//!   leading word boundary is checked exactly when a thread starts (the
-//!   characters on both sides are known by then), so words do not each open
-//!   a thread at every letter. Rules without word boundaries use their exact
-//!   pattern with leftmost-first semantics, which dies as soon as a
-//!   higher-priority alternative is ruled out;
-//! - a per-rule table of the bytes that can begin a match lets the scan skip
-//!   most bytes without a transition;
-//! - a rule's *inner* bytes are those some partial match can consume and
-//!   stay undecided (found at load by exploring the DFA). A thread that
-//!   consumes any other byte dies or settles, so every match that starts
-//!   before the last such byte of a piece (a space, for the e-mail codon)
-//!   also ends before it, and only the text after it is simulated. One
-//!   forward pass over a piece of up to 64 bytes (two, one backward, over
-//!   a longer one) finds that byte for every rule at once. Every byte of
-//!   a match is inner, so a match also needs a run of inner bytes as long
-//!   as the rule's shortest match (regex-syntax's `minimum_len`): short
-//!   skipped text without one (a piece of prose with a date in it, for the
-//!   card codon's 16 digits) needs no look at all;
-//! - a rule's *keep* bytes (ASCII, found at load) are those that keep every
-//!   fresh partial match live and undecided, whatever their order: from any
-//!   start, any run of them leads to a state that is not dead, not a match
-//!   and not terminal (the e-mail codon's local-part characters). A thread
-//!   that would open at the start of such a run at the end of a piece, with
-//!   no other thread live, is certainly live and the earliest live start, so
-//!   it is *deferred*: recorded by its start and not simulated. The next
-//!   piece either extends the run (still deferred), ends it at a byte no
-//!   partial match can consume (then settled like skipped text: the exact
-//!   search looks only if a required byte occurred since its start), or
-//!   brings another byte (then simulated from its start). A word of prose
-//!   cut across pieces thus costs the e-mail codon no transition at all, and
-//!   deferral releases exactly what simulation would (a unit property test
-//!   compares them piece by piece).
-//!
-//! Every start before the earliest live start is settled, so the exact
-//! regex (the same search as [`Evaluator::evaluate`], through the same
-//! boundary-free guide on non-ASCII text) finds the committed matches there,
-//! validates them (Luhn, SSN), and moves `p` past them. It runs only where a
-//! match may be: from the start of a thread that reached a match state, or
-//! over skipped text that holds both a byte that can begin a match and one
-//! of the rule's required bytes (short skipped text is simulated instead,
-//! which is cheaper than a search). The matches of all
-//! rules merge into regions by the §6.3 sweep; the session releases the
-//! text before the earliest live start of any rule, cut before any region
-//! that a later match could still extend. A committed FATAL match blocks the
-//! session at once (with `block_on_fatal`); the end of input settles
-//! everything.
-//!
-//! A push looks only at the rules it can concern: those with threads,
-//! unsearched starts or no automaton (a bitmask kept across pushes) and
-//! those that one of its bytes can start, where the rule's leading word
-//! assertion can hold (one table per class of the byte before: in prose,
-//! `\b(?:MRN|EHR|RX)` wakes only at words that begin with `m`, `e` or
-//! `r`). Of those, a rule without threads whose skipped text may hold no
-//! match and whose bytes after its last non-inner byte start nothing is
-//! not visited either. Every other rule is idle, settled up to the end of
-//! the text scanned so far, and costs nothing.
-//!
-//! The total work is linear in the text: each byte is fed to each rule's
-//! threads at most once (a rare replay after a committed match that live
-//! threads began inside, or after a lazy-DFA cache clear, is bounded by the
-//! held text), and released text is dropped from the buffer, keeping one
-//! character as look-behind context. Nothing else a push does grows with
-//! the text held back: the committed matches wait in sweep order and a
-//! release visits only those that start before its cut; the required-bytes
-//! scan starts where the exact search does; `lookahead_chars` keeps its
-//! whitespace scan across pushes; and whether the text after a commit is
-//! ASCII is known from the last non-ASCII byte pushed (a held run of
-//! 60,000 characters once cost each of its pushes all of these).
+//! - [`plan`]: the liveness plan, built once per evaluator at load: each
+//!   rule's automaton (the boundary-free form for Unicode word boundaries)
+//!   and the bytes found by exploring it (first, inner, required and keep
+//!   bytes), as per-byte rule masks;
+//! - [`advance`]: a push's bytes fed to the threads: which rules a push
+//!   concerns, the text skipped without a transition, deferred threads;
+//! - [`threads`]: a thread, its start and terminal states, the leading word
+//!   assertion at a start, byte classes;
+//! - [`core`]: the session's state ([`Core`]); settling each rule
+//!   and committing its matches through the exact search; the cost of a
+//!   push;
+//! - [`release`]: the text released, redacted, cut before what a later
+//!   match could still extend (and after a whitespace with
+//!   `lookahead_chars`); released text dropped from the buffer;
+//! - [`mask`]: the sets of rules that a push combines for all rules at
+//!   once, and the bit that the 64th rule and those after it share;
+//! - [`normalized`]: the original-text side of a session with
+//!   normalization (SPEC §15);
+//! - [`spans`]: the committed matches in code points, for the decision;
+//! - [`whole`]: a pack the incremental engine cannot run, held and judged
+//!   once at the end;
+//! - [`hash`] and [`clock`]: the receipt's hash of the pushed text, and the
+//!   engine time.
 //!
 //! # The decision
 //!

@@ -2,8 +2,44 @@
 //! helpers): which rules a piece concerns, which bytes need a transition,
 //! and deferral of a thread over a run of keep bytes. Changes only the
 //! threads' side of [`RuleState`] (threads, deferred thread, unsearched
-//! range, start states) and the scratch buffers: it must not commit a
-//! match, move a rule's settled position or release text.
+//! range, start states and their cache's bookkeeping) and the scratch
+//! buffers: it must not commit a match, move a rule's settled position or
+//! release text.
+//!
+//! # Design
+//!
+//! Each byte costs one transition per live thread (see [`Thread`]): the work
+//! is linear in the text and independent of how it was cut. Most bytes cost
+//! less:
+//!
+//! - A thread opens only at a byte that can begin a match (the plan's first
+//!   bytes), and where the rule's leading word assertion holds.
+//! - Only the text after a rule's last non-inner byte in a piece is
+//!   simulated: every match that starts before it also ends before it. One
+//!   forward pass over a piece of up to 64 bytes (two, one backward, over a
+//!   longer one) finds that byte for every rule at once. Skipped text that
+//!   may hold a match is left to the exact search, or simulated when it is
+//!   short (up to [`SIMULATE_BELOW`] bytes: cheaper than a search).
+//! - A thread that would open at the start of a run of keep bytes at the end
+//!   of a piece, with no other thread live, is certainly live and the
+//!   earliest live start, so it is *deferred*: recorded by its start and not
+//!   simulated. The next piece either extends the run (still deferred), ends
+//!   it at a byte no partial match can consume (then settled like skipped
+//!   text: the exact search looks only if a required byte occurred since its
+//!   start), or brings another byte (then simulated from its start). A word
+//!   of prose cut across pieces thus costs the e-mail codon no transition at
+//!   all, and deferral releases exactly what simulation would (a unit
+//!   property test compares them piece by piece).
+//!
+//! A push looks only at the rules it can concern: those with threads,
+//! unsearched starts or no automaton (a mask kept across pushes) and those
+//! that one of its bytes can start, where the rule's leading word assertion
+//! can hold (one table per class of the byte before: in prose,
+//! `\b(?:MRN|EHR|RX)` wakes only at words that begin with `m`, `e` or `r`).
+//! Of those, a rule without threads whose skipped text may hold no match and
+//! whose bytes after its last non-inner byte start nothing is not visited
+//! either. Every other rule is idle, settled up to the end of the text
+//! scanned so far, and costs nothing.
 
 use super::core::{mark, Core, RuleState};
 use super::mask::RuleMask;

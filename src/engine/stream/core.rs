@@ -5,6 +5,33 @@
 //! writing released text in `release.rs`; this module must not build
 //! liveness tables (the plan is shared and read-only) nor hold an
 //! evaluator (it is passed to each call, whatever handle the session has).
+//!
+//! # Design
+//!
+//! Every start before the earliest live start is settled, so the exact
+//! regex (the same search as [`Evaluator::evaluate`], through the same
+//! boundary-free guide on non-ASCII text) finds the committed matches there,
+//! validates them (Luhn, SSN), and moves `p` past them. It runs only where a
+//! match may be: from the start of a thread that reached a match state, or
+//! over skipped text that holds both a byte that can begin a match and one
+//! of the rule's required bytes (short skipped text is simulated instead,
+//! which is cheaper than a search). A committed FATAL match blocks the
+//! session at once (with `block_on_fatal`); the end of input settles
+//! everything.
+//!
+//! # Cost
+//!
+//! The total work is linear in the text: each byte is fed to each rule's
+//! threads at most once (a rare replay after a committed match that live
+//! threads began inside, or after a lazy-DFA cache clear, is bounded by the
+//! held text), and released text is dropped from the buffer, keeping one
+//! character as look-behind context. Nothing else a push does grows with
+//! the text held back: the committed matches wait in sweep order and a
+//! release visits only those that start before its cut; the required-bytes
+//! scan starts where the exact search does; `lookahead_chars` keeps its
+//! whitespace scan across pushes; and whether the text after a commit is
+//! ASCII is known from the last non-ASCII byte pushed (a held run of
+//! 60,000 characters once cost each of its pushes all of these).
 
 use super::mask::RuleMask;
 use super::plan::{LiveCaches, LivePlan};
@@ -36,11 +63,13 @@ pub(super) struct RuleState {
     pub(super) threads: Vec<Thread>,
     /// A thread not simulated (then `threads` is empty): it opens at the
     /// start given, and every byte from there to the end of the text
-    /// scanned is one of the rule's [`LiveRule::keep`](super::plan::LiveRule::keep) bytes, so it is live
+    /// scanned is one of the rule's [`LiveRule::keep`] bytes, so it is live
     /// and is the earliest live start. The flag says whether one of those
     /// bytes is a required one. The next piece either ends the run (the
     /// thread is then settled like the skipped text, or simulated from its
     /// start) or extends it.
+    ///
+    /// [`LiveRule::keep`]: super::plan::LiveRule::keep
     pub(super) deferred: Option<(usize, bool)>,
     /// Start states by look-behind byte (index 256: start of the stream).
     pub(super) starts: Vec<Option<LazyStateID>>,
@@ -107,8 +136,10 @@ pub(super) struct Core {
     /// Bytes dropped from the front of `buf` so far (absolute offset of `buf[0]`).
     pub(super) dropped: usize,
     /// With normalization: the regions each release wrote, in absolute
-    /// offsets of the view, for [`NormStream`](super::normalized::NormStream) to map (the core then builds
+    /// offsets of the view, for [`NormStream`] to map (the core then builds
     /// no text of its own).
+    ///
+    /// [`NormStream`]: super::normalized::NormStream
     pub(super) tap: Option<Vec<Region<String>>>,
     pub(super) rules: Vec<RuleState>,
     /// Committed matches not yet released, kept in sweep order: a release

@@ -4,6 +4,37 @@
 //! word assertion), and the per-byte rule masks a push reads for all rules
 //! at once. Read-only once built and shared by every session of the
 //! evaluator: it holds no session state and never sees a session's text.
+//!
+//! # Design
+//!
+//! - Rules with a Unicode word boundary (`\b`), which the DFAs cannot
+//!   evaluate on non-ASCII text, use their boundary-free form with
+//!   `MatchKind::All`: it accepts a superset of the matches and keeps every
+//!   thread that could match, so it only ever holds back more, never less. A
+//!   leading word boundary is checked exactly when a thread starts (the
+//!   characters on both sides are known by then), so words do not each open
+//!   a thread at every letter. Rules without word boundaries use their exact
+//!   pattern with leftmost-first semantics, which dies as soon as a
+//!   higher-priority alternative is ruled out.
+//! - A per-rule table of the bytes that can begin a match lets the scan skip
+//!   most bytes without a transition.
+//! - A rule's *inner* bytes are those some partial match can consume and
+//!   stay undecided (found at load by exploring the DFA). A thread that
+//!   consumes any other byte dies or settles, so every match that starts
+//!   before the last such byte of a piece (a space, for the e-mail codon)
+//!   also ends before it, and only the text after it is simulated. Every
+//!   byte of a match is inner, so a match also needs a run of inner bytes
+//!   as long as the rule's shortest match (regex-syntax's `minimum_len`):
+//!   short skipped text without one (a piece of prose with a date in it, for
+//!   the card codon's 16 digits) needs no look at all.
+//! - A rule's *keep* bytes (ASCII, found at load) are those that keep every
+//!   fresh partial match live and undecided, whatever their order: from any
+//!   start, any run of them leads to a state that is not dead, not a match
+//!   and not terminal (the e-mail codon's local-part characters). A thread
+//!   that opens at the start of such a run is live whatever the run holds,
+//!   so it need not be simulated (see `advance.rs`).
+//! - The tables become per-byte rule masks ([`RuleMask`]), so that a push
+//!   finds, in one pass over its bytes, the rules it concerns.
 
 use super::mask::RuleMask;
 use super::threads::{ascii_lead, is_continuation, is_terminal, is_word_byte};
@@ -73,7 +104,9 @@ pub(super) struct LiveRule {
     /// not dead, not a match and not terminal (see [`keep_bytes`]). A
     /// thread that opens at the start of such a run at the end of a piece
     /// is live whatever its bytes, so it is not simulated at all until the
-    /// run ends (see [`RuleState::deferred`](super::core::RuleState::deferred)).
+    /// run ends (see [`RuleState::deferred`]).
+    ///
+    /// [`RuleState::deferred`]: super::core::RuleState::deferred
     pub(super) keep: [bool; 256],
     /// Whether `keep` holds any byte.
     pub(super) defers: bool,
@@ -180,8 +213,10 @@ impl LiveRule {
     }
 
     /// Whether a match can begin with byte `b` after a byte of `class`
-    /// (see [`class_of`](super::threads::class_of)): [`Self::can_start`], and the leading word
+    /// (see [`class_of`]): [`Self::can_start`], and the leading word
     /// assertion, where the characters on both sides are ASCII.
+    ///
+    /// [`class_of`]: super::threads::class_of
     fn can_start_after(&self, class: usize, b: u8) -> bool {
         let lead = match self.lead_ascii {
             Some(t) if class < 2 && b.is_ascii() => t[class][usize::from(is_word_byte(b))],

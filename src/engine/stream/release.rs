@@ -3,6 +3,18 @@
 //! cut, and dropping released text from the buffer. Reads the committed
 //! matches and never finds or commits one; it shifts the rules' offsets
 //! only when it drops released bytes.
+//!
+//! # Design
+//!
+//! The matches of all rules merge into regions by the §6.3 sweep; the
+//! session releases the text before the earliest live start of any rule,
+//! cut before any region that a later match could still extend. A release
+//! visits only the committed matches that start before its cut (they wait
+//! in sweep order), and with `lookahead_chars` the whitespace scan keeps
+//! where it stands across pushes. Released text is dropped from the buffer
+//! once it is most of it, keeping the last released character as
+//! look-behind context (and the code points of the widest `context.before`
+//! window).
 
 use super::core::{Core, Pending};
 use super::threads::{char_count, next_char};

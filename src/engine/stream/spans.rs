@@ -36,6 +36,8 @@ pub(super) struct SpanLog {
     cursor: Vec<(usize, usize)>,
     /// With normalization: committed spans of the view (matcher, start,
     /// end), waiting for [`NormStream`] to map them to the original text.
+    ///
+    /// [`NormStream`]: super::normalized::NormStream
     unmapped: Option<Vec<(usize, usize, usize)>>,
 }
 

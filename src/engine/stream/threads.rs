@@ -2,6 +2,20 @@
 //! deduplication, terminal states, the leading word assertion at a start,
 //! byte classes and small text helpers. Functions of their arguments only:
 //! no session state of their own, no text kept.
+//!
+//! # Design
+//!
+//! - Each thread is a start position and the DFA state reached from it; a
+//!   thread whose state is dead can never match from its start, and two
+//!   threads in the same state have the same future, so only the earlier
+//!   start is kept ([`dedup`]: a later start dies when the earlier one
+//!   does).
+//! - A state that every byte and the end of input lead to the dead state is
+//!   as good as dead ([`is_terminal`]): a match that ended one character ago
+//!   and that nothing can extend, e.g. after a trailing `\b` was settled.
+//! - A rule's leading word assertion is checked exactly where a thread would
+//!   open ([`lead_holds`]): by a table between ASCII characters, by the
+//!   Unicode tables next to any other.
 
 use regex_automata::hybrid::dfa::{Cache as LazyCache, DFA};
 use regex_automata::hybrid::LazyStateID;
@@ -24,6 +38,8 @@ pub(super) struct Thread {
     pub(super) matched: bool,
 }
 
+/// The anchored start state after the look-behind byte `lb` (`None`: the
+/// start of the stream), remembered in `starts` (index 256 for `None`).
 #[inline]
 pub(super) fn start_state(
     dfa: &DFA,
@@ -117,9 +133,11 @@ fn lead_unicode(looks: &LookMatcher, look: Look, bytes: &[u8], j: usize) -> bool
 }
 
 /// The class of a byte as the byte before a start, for
-/// [`LivePlan::first_mask`](super::plan::LivePlan::first_mask): 0 for an ASCII non-word character (or no
+/// [`LivePlan::first_mask`]: 0 for an ASCII non-word character (or no
 /// character: the start of the text), 1 for an ASCII word character, 2 for
 /// a byte of another character (the assertion is then left to the start).
+///
+/// [`LivePlan::first_mask`]: super::plan::LivePlan::first_mask
 #[inline]
 pub(super) fn class_of(b: u8) -> usize {
     usize::from(CLASSES[usize::from(b)])
