@@ -999,19 +999,24 @@ fn sweep<'a>(items: &mut [Item<'a>]) -> Vec<(usize, usize, &'a str)> {
     regions
 }
 
+/// A region of a text that a placeholder replaces (SPEC §6.3): bytes
+/// `start..end`. The placeholder is borrowed (`&str`) where the region is
+/// written at once, owned (`String`) where it waits (a stream's regions
+/// mapped to the original text).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Region<P> {
+    start: usize,
+    end: usize,
+    placeholder: P,
+}
+
 /// Writes `text[from..to]` with every region inside it replaced by its placeholder.
-fn write_regions(
-    out: &mut String,
-    text: &str,
-    from: usize,
-    to: usize,
-    regions: &[(usize, usize, &str)],
-) {
+fn write_regions(out: &mut String, text: &str, from: usize, to: usize, regions: &[Region<&str>]) {
     let mut pos = from;
-    for &(s, e, placeholder) in regions {
-        out.push_str(&text[pos..s]);
-        out.push_str(placeholder);
-        pos = e;
+    for r in regions {
+        out.push_str(&text[pos..r.start]);
+        out.push_str(r.placeholder);
+        pos = r.end;
     }
     out.push_str(&text[pos..to]);
 }

@@ -78,6 +78,7 @@
 
 mod numeric_digit;
 
+use super::Region;
 use std::collections::HashMap;
 use unicode_normalization::char::{canonical_combining_class, compose, is_combining_mark};
 use unicode_normalization::{is_nfkc_quick, IsNormalized, UnicodeNormalization};
@@ -1372,10 +1373,14 @@ impl View {
 /// the last one when they overlap: the §6.3 rule, applied again once regions
 /// of the view have been mapped to the original text (two view regions can
 /// meet inside one segment).
-pub(crate) fn push_region<P>(regions: &mut Vec<(usize, usize, P)>, s: usize, e: usize, p: P) {
+pub(super) fn push_region<P>(regions: &mut Vec<Region<P>>, s: usize, e: usize, p: P) {
     match regions.last_mut() {
-        Some(last) if s < last.1 => last.1 = last.1.max(e),
-        _ => regions.push((s, e, p)),
+        Some(last) if s < last.end => last.end = last.end.max(e),
+        _ => regions.push(Region {
+            start: s,
+            end: e,
+            placeholder: p,
+        }),
     }
 }
 
