@@ -35,7 +35,6 @@
 
 use super::mask::RuleMask;
 use super::plan::{LiveCaches, LivePlan};
-use super::release::WhitespaceScan;
 use super::spans::SpanLog;
 use super::threads::{is_terminal, next_char, Thread};
 use super::{whole, Blocked, Released, StreamOptions, COST_ACTION, COST_REASON};
@@ -720,4 +719,16 @@ pub(super) fn mark(dirty: &mut Option<(usize, usize)>, s: usize) {
         Some((lo, hi)) => (lo.min(s), hi.max(s)),
         None => (s, s),
     });
+}
+
+/// Where [`Core::whitespace_cut`] stands, in absolute offsets: the last L − 1
+/// code points begin at `limit` (code point `limit_chars` of the stream),
+/// the text from the release point to `upto` has been looked at, and the
+/// last whitespace there outside every region ends at `last`.
+#[derive(Debug, Default)]
+pub(super) struct WhitespaceScan {
+    pub(super) limit: usize,
+    pub(super) limit_chars: usize,
+    pub(super) upto: usize,
+    pub(super) last: Option<usize>,
 }

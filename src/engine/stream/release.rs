@@ -21,18 +21,6 @@ use super::threads::{char_count, next_char};
 use crate::engine::{write_regions, Region};
 use std::sync::Arc;
 
-/// Where [`Core::whitespace_cut`] stands, in absolute offsets: the last L − 1
-/// code points begin at `limit` (code point `limit_chars` of the stream),
-/// the text from the release point to `upto` has been looked at, and the
-/// last whitespace there outside every region ends at `last`.
-#[derive(Debug, Default)]
-pub(super) struct WhitespaceScan {
-    limit: usize,
-    limit_chars: usize,
-    upto: usize,
-    last: Option<usize>,
-}
-
 impl Core {
     /// Releases the settled text before `q` (and after the last release),
     /// writing it at the end of `out`; whether it holds a placeholder.
