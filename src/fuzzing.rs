@@ -1,6 +1,8 @@
 //! Fuzz harnesses (issue 12): one function per target, run by the AFL
 //! binaries of `fuzz/` and replayed over `fuzz/corpus/` and
-//! `fuzz/regressions/` by `tests/fuzz_replay.rs`.
+//! `fuzz/regressions/` by `tests/it/fuzz_replay.rs`. Only with the cargo
+//! feature `testing`: the harnesses sign a license with a fixed issuer key
+//! and seal packs with a fixed content key and nonce.
 //!
 //! Every harness takes arbitrary bytes and returns normally on any input;
 //! it panics only when an invariant of the code under test breaks, which is
@@ -27,9 +29,9 @@ use std::sync::OnceLock;
 use time::OffsetDateTime;
 
 /// The issuer key id of the harnesses' fixed signing key.
-pub const ISSUER_KEY_ID: &str = "fuzz-issuer";
+const ISSUER_KEY_ID: &str = "fuzz-issuer";
 /// The license id of [`fixture_license`].
-pub const LICENSE_ID: &str = "lic_fuzz_0001";
+const LICENSE_ID: &str = "lic_fuzz_0001";
 
 /// A text with PII of several kinds, evaluated by packs that load.
 const PROBE_TEXT: &str = "Mail jane.doe@example.com or call (415) 555-0123; \
@@ -70,21 +72,16 @@ fn signing_key() -> SigningKey {
 }
 
 /// The trusted issuer keys that hold the fixed signing key's public half.
-pub fn issuer_keys() -> IssuerKeys {
+fn issuer_keys() -> IssuerKeys {
     IssuerKeys::from_keys(
         [(ISSUER_KEY_ID.to_string(), signing_key().verifying_key())],
         "fuzz fixture",
     )
 }
 
-/// The public half of the fixed issuer key, base64 (an issuer-keys file's content).
-pub fn issuer_public_key_b64() -> String {
-    B64.encode(signing_key().verifying_key().to_bytes())
-}
-
 /// `obj` signed as an issuer signs a license: the canonical JSON of every
 /// field but `signature`, which is then set.
-pub fn sign_object(mut obj: Map<String, Value>) -> Option<Map<String, Value>> {
+fn sign_object(mut obj: Map<String, Value>) -> Option<Map<String, Value>> {
     obj.remove("signature");
     let message = canonical::to_string(&Value::Object(obj.clone())).ok()?;
     let sig = signing_key().sign(message.as_bytes());

@@ -6,10 +6,11 @@
 //! five noted at their declaration:
 //!
 //! - foundations: error names and exit codes ([`ErrorName`], [`Named`]),
-//!   canonical JSON ([`canonical_json`]), keys and AEAD ([`ContentKey`],
-//!   [`PackKey`]), the `.hxpack` layout ([`SealedPack`], [`seal`],
-//!   [`PackError`]); size-capped reads, license globs and atomic file
-//!   writes are crate-internal;
+//!   canonical JSON ([`canonical_json`]), the `.hxpack` header
+//!   ([`SealedPack`], [`PackError`]); keys, AEAD, sealing and opening are
+//!   crate-internal (a pack is sealed for, and opened with, a
+//!   [`VerifiedLicense`] only), as are size-capped reads, license globs and
+//!   atomic file writes;
 //! - licenses (SPEC §2): parsing, the validity window and entitlements
 //!   ([`License`]), verification ([`VerifiedLicense`], the only kind that
 //!   opens or seals a pack), trusted keys ([`IssuerKeys`]), the lookup order
@@ -34,6 +35,11 @@
 //! - [`server`]: serve mode (SPEC §9): configuration, generations, hot reload, the HTTP API;
 //! - [`catalog`]: catalog packs (SPEC §14): a vendor's catalog server that
 //!   seals its playbooks per license, and the `download-pack` client.
+//!
+//! With the cargo feature `testing` (off by default, never in a shipped
+//! build; the crate's own tests and benches and the fuzz crate turn it on),
+//! two more modules: `fuzzing`, the fuzz harnesses over fixed keys, nonce
+//! and clock, and `testing`, sealing and opening over a raw content key.
 
 mod atomic;
 mod builtins;
@@ -56,7 +62,9 @@ mod container;
 mod crypto;
 mod engine;
 mod error;
-#[doc(hidden)]
+// Only with the `testing` feature (and in the unit tests): the fuzz
+// harnesses sign licenses and seal packs with fixed keys and a fixed nonce.
+#[cfg(any(test, feature = "testing"))]
 pub mod fuzzing;
 mod glob;
 mod json_text;
@@ -78,11 +86,14 @@ mod rules;
 // and the deployment (`server::config`, `server::generation::Snapshot`,
 // `server::routes::ROUTES`, `server::ext_proc`).
 pub mod server;
+// Only with the `testing` feature: sealing and opening over a raw content
+// key, for the tests of the container and of the load-time checks.
+#[cfg(feature = "testing")]
+pub mod testing;
 
 // Foundations (SPEC §1, §3, §4.3).
 pub use canonical::{to_string as canonical_json, NotFinite};
-pub use container::{seal, seal_with_nonce, PackError, SealedPack};
-pub use crypto::{sha256_hex, AeadError, ContentKey, PackKey};
+pub use container::{PackError, SealedPack};
 pub use error::{Cause, ErrorName, Named};
 
 // Licenses (SPEC §2).

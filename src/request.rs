@@ -89,7 +89,9 @@ pub fn parse_evaluate_object(
 
 /// An evaluation body (`POST /evaluate`, `/v1/evaluate`): a JSON object
 /// with a string `text` and an optional string `pack_id`; other fields are
-/// ignored.
+/// ignored. (The routes take the other fields too, through
+/// [`parse_evaluate_object`]; this is the fuzz harness's and the tests'.)
+#[cfg(any(test, feature = "testing"))]
 pub fn parse_evaluate_body(bytes: &[u8]) -> Result<EvaluateRequest, BodyError> {
     parse_evaluate_object(bytes).map(|(request, _)| request)
 }

@@ -413,13 +413,9 @@ fn pack_sealed_with_a_costly_pattern_fails_to_load() {
         "rules": [{"id": "slow_rule", "type": "regex", "pattern": "[a-z]+X|[a-z]", "action": "redact"}]
     });
     let plain = helixor::canonical_json(&doc).unwrap();
-    let sealed = helixor::seal(
-        "custom.old_compiler.v1",
-        license_id,
-        &helixor::ContentKey::from_bytes(key).pack_key(),
-        plain.as_bytes(),
-    )
-    .unwrap();
+    let sealed =
+        helixor::testing::seal("custom.old_compiler.v1", license_id, key, plain.as_bytes())
+            .unwrap();
     let pack = env.write("old.hxpack", sealed);
     for a in [
         with(run_args(&env, &[&pack], &env.lic), args!["--text", "hi"]),

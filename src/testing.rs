@@ -1,0 +1,51 @@
+//! Helpers for the crate's own tests, benches and the fuzz crate (feature
+//! `testing`, never in a shipped build): the `.hxpack` primitives that the
+//! library keeps to itself, over a raw 32-byte content key.
+//!
+//! The library seals only for a [`VerifiedLicense`](crate::VerifiedLicense),
+//! with a fresh nonce, and opens only while loading a pack. Tests need more:
+//! round trips under arbitrary keys, a fixed nonce (reproducible bytes, the
+//! tamper properties) and packs that the compiler would refuse (the
+//! load-time checks). These helpers give that, and only with this feature.
+
+use crate::container::{self, PackError, SealedPack};
+use crate::crypto::ContentKey;
+use zeroize::Zeroizing;
+
+/// `plaintext` sealed as pack `pack_id` for `license_id` under the pack key
+/// derived from `content_key` (SPEC §3), with a fresh random nonce.
+pub fn seal(
+    pack_id: &str,
+    license_id: &str,
+    content_key: [u8; 32],
+    plaintext: &[u8],
+) -> Result<Vec<u8>, PackError> {
+    let key = ContentKey::from_bytes(content_key).pack_key();
+    container::seal(pack_id, license_id, &key, plaintext)
+}
+
+/// As [`seal`], with the given nonce (a nonce must never be reused under one
+/// key: only for reproducible test bytes).
+pub fn seal_with_nonce(
+    pack_id: &str,
+    license_id: &str,
+    content_key: [u8; 32],
+    plaintext: &[u8],
+    nonce: [u8; 12],
+) -> Result<Vec<u8>, PackError> {
+    let key = ContentKey::from_bytes(content_key).pack_key();
+    container::seal_with_nonce(pack_id, license_id, &key, plaintext, nonce)
+}
+
+/// Decrypts a parsed pack with the pack key derived from `content_key` and
+/// `<pack_id>:<license_id>` as associated data, then checks the plaintext
+/// digest (SPEC §5 steps 4 and 5); `name` is used in messages.
+pub fn open(
+    sealed: &SealedPack<'_>,
+    content_key: [u8; 32],
+    license_id: &str,
+    name: &str,
+) -> Result<Zeroizing<Vec<u8>>, PackError> {
+    let key = ContentKey::from_bytes(content_key).pack_key();
+    sealed.open(&key, license_id, name)
+}
