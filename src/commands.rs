@@ -91,8 +91,9 @@ pub fn compile(
     }
 }
 
-/// Where `run` takes its payload from.
-#[derive(Debug, Clone)]
+/// Where `run` takes its payload from. Its `Debug` never shows `--text`'s
+/// payload.
+#[derive(Clone)]
 pub enum RunInput {
     /// `--text`, taken as given.
     Text(String),
@@ -100,6 +101,19 @@ pub enum RunInput {
     File(PathBuf),
     /// Standard input.
     Stdin,
+}
+
+impl std::fmt::Debug for RunInput {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Text(t) => f
+                .debug_tuple("Text")
+                .field(&crate::redacted::Redacted::of(t))
+                .finish(),
+            Self::File(p) => f.debug_tuple("File").field(p).finish(),
+            Self::Stdin => f.write_str("Stdin"),
+        }
+    }
 }
 
 /// Options of `run`.

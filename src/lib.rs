@@ -79,6 +79,7 @@ pub mod pattern;
 mod playbook;
 mod policy_test;
 mod program;
+mod redacted;
 mod request;
 mod rules;
 // Public: the serve-mode tests build configurations, generations and

@@ -25,8 +25,8 @@ pub struct RuleSummary {
     pub action: &'static str,
 }
 
-/// A pack that passed every load-time check, with its engine.
-#[derive(Debug)]
+/// A pack that passed every load-time check, with its engine. Its `Debug`
+/// shows the header's and the rules' names, never the plaintext.
 pub struct LoadedPack {
     /// The pack id (header and plaintext agree).
     pub pack_id: String,
@@ -53,6 +53,24 @@ pub struct LoadedPack {
     /// The compiled engine, shared so that a stream session can own a
     /// handle to it ([`Evaluator::stream_owned`]).
     pub evaluator: Arc<Evaluator>,
+}
+
+impl std::fmt::Debug for LoadedPack {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LoadedPack")
+            .field("pack_id", &self.pack_id)
+            .field("version", &self.version)
+            .field("name", &self.name)
+            .field("sha256", &self.sha256)
+            .field("bytes", &self.bytes)
+            .field("source", &self.source)
+            .field("rules", &self.rules)
+            .field("solvers", &self.solvers)
+            .field("codons", &self.program.codons.len())
+            .field("hard_rules", &self.program.hard_rules.len())
+            .field("evaluator", &self.evaluator)
+            .finish_non_exhaustive()
+    }
 }
 
 /// Reads and loads the pack at `path` for `license` (already verified).

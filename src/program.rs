@@ -53,8 +53,9 @@ pub const MAX_CONTEXT_WORDS: usize = 64;
 /// Most context words and deny-list entries of one codon.
 pub const MAX_LIST_LEN: usize = 1024;
 
-/// `context` of a codon (SPEC §16.1): a value counts only near one of the words.
-#[derive(Debug, Clone, PartialEq)]
+/// `context` of a codon (SPEC §16.1): a value counts only near one of the
+/// words. Its `Debug` counts the words (policy), never shows them.
+#[derive(Clone, PartialEq)]
 pub struct Context {
     /// The words, as declared (matched case-insensitively).
     pub words: Vec<String>,
@@ -62,6 +63,16 @@ pub struct Context {
     pub before: usize,
     /// Code points after the value searched for a word.
     pub after: usize,
+}
+
+impl std::fmt::Debug for Context {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Context")
+            .field("words", &self.words.len())
+            .field("before", &self.before)
+            .field("after", &self.after)
+            .finish()
+    }
 }
 
 /// One codon the engine runs.

@@ -1339,7 +1339,8 @@ fn thread_cpu_time() -> Option<Duration> {
 /// look-alikes waits for a letter of another script or its end), so the core
 /// never sees a view character that could still change; the text it holds
 /// counts towards the hold-back limit like the core's.
-#[derive(Debug, Default)]
+// No `Debug`: it holds payload text.
+#[derive(Default)]
 struct NormStream {
     normalizer: Normalizer,
     map: ViewMap,
