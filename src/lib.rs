@@ -30,7 +30,9 @@
 //!   [`LoadedPack`];
 //! - policy tests (`*.test.yaml`, SPEC §13) and the `{text, pack_id}`
 //!   evaluation request are crate-internal, reached through [`commands`] and
-//!   [`server`] (their errors: [`PolicyTestError`], [`Error`]);
+//!   [`server`] (their errors: [`PolicyTestError`], whose subject's error
+//!   is a [`SubjectError`] of the layers below, and [`Error`], the root,
+//!   which holds every layer's and wraps nothing that wraps it);
 //! - [`commands`]: the `helixor-pack` subcommands (the binary only parses flags);
 //! - [`server`]: serve mode (SPEC §9): configuration, generations, hot reload, the HTTP API;
 //! - [`catalog`]: catalog packs (SPEC §14): a vendor's catalog server that
@@ -123,7 +125,7 @@ pub use engine::{
 pub use pack::{load_pack, load_pack_file, LoadedPack, RuleSummary};
 
 // Policy tests (SPEC §13), driven by `commands::test`.
-pub use policy_test::PolicyTestError;
+pub use policy_test::{PolicyTestError, SubjectError};
 
 /// Any error the tool or the runtime reports, by layer.
 #[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]

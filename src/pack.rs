@@ -4,7 +4,7 @@
 
 use crate::container::{read_pack_file, PackError, SealedPack};
 use crate::engine::Evaluator;
-use crate::license::VerifiedLicense;
+use crate::license::{LicenseError, VerifiedLicense};
 use crate::playbook::{self, PlaybookError};
 use crate::program::Program;
 use crate::rules::{declarations, CustomRule};
@@ -75,13 +75,35 @@ impl std::fmt::Debug for LoadedPack {
 
 /// Reads and loads the pack at `path` for `license` (already verified).
 pub fn load_pack_file(path: &Path, license: &VerifiedLicense) -> Result<LoadedPack, Error> {
-    let bytes = read_pack_file(path)?;
-    load_pack(&bytes, &path.display().to_string(), license)
+    load_pack_file_as(path, license)
 }
 
 /// Loads pack bytes for `license` (already verified and in its window):
 /// SPEC §5 steps 2 to 7.
 pub fn load_pack(bytes: &[u8], name: &str, license: &VerifiedLicense) -> Result<LoadedPack, Error> {
+    load_pack_as(bytes, name, license)
+}
+
+/// [`load_pack_file`] into any error that holds the three kinds a load
+/// raises (a policy test's subject error keeps them without the root
+/// [`Error`], which holds policy test errors).
+pub(crate) fn load_pack_file_as<E>(path: &Path, license: &VerifiedLicense) -> Result<LoadedPack, E>
+where
+    E: From<PackError> + From<LicenseError> + From<PlaybookError>,
+{
+    let bytes = read_pack_file(path)?;
+    load_pack_as(&bytes, &path.display().to_string(), license)
+}
+
+/// [`load_pack`] into any error that holds the three kinds a load raises.
+pub(crate) fn load_pack_as<E>(
+    bytes: &[u8],
+    name: &str,
+    license: &VerifiedLicense,
+) -> Result<LoadedPack, E>
+where
+    E: From<PackError> + From<LicenseError> + From<PlaybookError>,
+{
     let sealed = SealedPack::parse(bytes, name)?;
     license.check_pack(sealed.pack_id)?;
     let plain = sealed.open(&license.content_key().pack_key(), &license.license_id, name)?;
