@@ -18,8 +18,7 @@ use crate::license::{
     IssuerKeys, License, LicenseError, VerifiedLicense, FEATURE_CUSTOM_COMPILATION, LICENSE_FORMAT,
 };
 use crate::pack::load_pack;
-use crate::playbook::{parse_document, PlaybookError};
-use crate::rules::check_declarations;
+use crate::playbook::PlaybookError;
 use crate::{Error, Evaluator};
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine as _;
@@ -474,12 +473,7 @@ fn stream_evaluators() -> &'static [Evaluator; 2] {
     static EVALUATORS: OnceLock<[Evaluator; 2]> = OnceLock::new();
     EVALUATORS.get_or_init(|| {
         let build = |yaml: &str| {
-            let doc = parse_document(yaml.as_bytes(), "fuzz")
-                .unwrap_or_else(|e| broken(format!("a stream fixture does not parse: {e}")))
-                .doc;
-            let rules = check_declarations(&doc, "fuzz")
-                .unwrap_or_else(|e| broken(format!("a stream fixture is refused: {e}")));
-            Evaluator::new("fuzz.stream.v1", "1", &rules)
+            crate::testing::rules_evaluator("fuzz.stream.v1", "1", yaml)
                 .unwrap_or_else(|e| broken(format!("a stream fixture does not build: {e}")))
         };
         [build("pack_id: fuzz.builtin.v1\n"), build(PROBE_RULES)]

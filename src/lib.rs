@@ -41,7 +41,8 @@
 //! With the cargo feature `testing` (off by default, never in a shipped
 //! build; the crate's own tests and benches and the fuzz crate turn it on),
 //! two more modules: `fuzzing`, the fuzz harnesses over fixed keys, nonce
-//! and clock, and `testing`, sealing and opening over a raw content key.
+//! and clock, and `testing`, sealing and opening over a raw content key and
+//! evaluators straight from YAML.
 
 mod atomic;
 mod builtins;
@@ -49,11 +50,11 @@ mod canonical;
 mod capped;
 // Public: `catalog serve` and `download-pack` are two programs in one
 // module (`catalog::server`, `catalog::client`), each with its own
-// `serve`, `router` and `ROUTES`; the binary and tests/catalog.rs name them
+// `serve`, `router` and `ROUTES`; the binary and tests/it/catalog.rs name them
 // by those paths, which would collide with serve mode's at the root.
 pub mod catalog;
 // Public: the validators are named by `checksum:` in playbooks, and the
-// python-stdnum oracle test (tests/checksum_oracle.rs) checks each one.
+// python-stdnum oracle test (tests/it/checksum_oracle.rs) checks each one.
 pub mod checksum;
 // Public: one function per subcommand, named after it (`compile`, `run`,
 // `test`, `inspect`…); at the root those names would not say what they do.
@@ -89,9 +90,10 @@ mod rules;
 // and the deployment (`server::config`, `server::generation::Snapshot`,
 // `server::routes::ROUTES`, `server::ext_proc`).
 pub mod server;
-// Only with the `testing` feature: sealing and opening over a raw content
-// key, for the tests of the container and of the load-time checks.
-#[cfg(feature = "testing")]
+// Only with the `testing` feature (and in the unit tests): sealing and
+// opening over a raw content key, for the tests of the container and of the
+// load-time checks, and evaluators straight from YAML.
+#[cfg(any(test, feature = "testing"))]
 pub mod testing;
 
 // Foundations (SPEC §1, §3, §4.3).

@@ -3,29 +3,19 @@
 //! as the version-1 example pack does, receipts included: on every golden
 //! text of the built-in and evasion cases, and on random texts of PII
 //! values, near misses and prose, with and without the evasion view.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
-use helixor::{compile_in_memory, Entitlement, Evaluator, Normalize, EXAMPLE_PLAYBOOK_YAML};
+use crate::support::{compiled_evaluator, compiled_evaluator_file, repo_path};
+use helixor::{Evaluator, Normalize, EXAMPLE_PLAYBOOK_YAML};
 use proptest::prelude::*;
 use serde_json::Value;
-use std::path::Path;
 use std::sync::OnceLock;
-
-fn compiled(yaml: &[u8], name: &str) -> Evaluator {
-    compile_in_memory(yaml, name, Entitlement::PolicyTest)
-        .unwrap()
-        .evaluator()
-        .unwrap()
-}
 
 fn pair() -> &'static (Evaluator, Evaluator) {
     static P: OnceLock<(Evaluator, Evaluator)> = OnceLock::new();
     P.get_or_init(|| {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-        let v2 = std::fs::read(root.join("tests/fixtures/regulatory_pii_guard_v2.yaml")).unwrap();
         (
-            compiled(EXAMPLE_PLAYBOOK_YAML.as_bytes(), "example"),
-            compiled(&v2, "v2"),
+            compiled_evaluator(EXAMPLE_PLAYBOOK_YAML.as_bytes(), "example"),
+            compiled_evaluator_file("tests/fixtures/regulatory_pii_guard_v2.yaml"),
         )
     })
 }
@@ -42,7 +32,7 @@ fn both(text: &str, normalize: Normalize) -> (Value, Value) {
 
 #[test]
 fn every_golden_text_decides_alike() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cases");
+    let root = repo_path("tests/cases");
     let mut n = 0;
     let mut blocked = 0;
     for file in ["builtins.yaml", "evasion.yaml", "schema_example.yaml"] {

@@ -2,11 +2,10 @@
 //! playbook in `tests/fixtures/` and lists payloads with the exact decision
 //! fields expected. One test runs them all and reports every mismatch. A
 //! case with `normalize: evasion` is evaluated through the SPEC §15 view.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
-use helixor::{compile_in_memory, Entitlement, Evaluator, Normalize};
+use crate::support::{compiled_evaluator_file, repo_path};
+use helixor::Normalize;
 use serde_json::Value;
-use std::path::Path;
 
 const COMPARED: [&str; 9] = [
     "action",
@@ -21,20 +20,9 @@ const COMPARED: [&str; 9] = [
     "normalized",
 ];
 
-fn evaluator(playbook: &Path) -> Evaluator {
-    let name = playbook.display().to_string();
-    let bytes = std::fs::read(playbook).unwrap();
-    // The compiler's own path: version-2 playbooks run their declarations.
-    compile_in_memory(&bytes, &name, Entitlement::PolicyTest)
-        .unwrap()
-        .evaluator()
-        .unwrap()
-}
-
 #[test]
 fn golden_cases() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests");
-    let mut files: Vec<_> = std::fs::read_dir(root.join("cases"))
+    let mut files: Vec<_> = std::fs::read_dir(repo_path("tests/cases"))
         .unwrap()
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
@@ -45,10 +33,11 @@ fn golden_cases() {
     let mut count = 0;
     for file in &files {
         let spec: Value = serde_yaml::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
-        let playbook = root
-            .join("fixtures")
-            .join(spec["playbook"].as_str().unwrap());
-        let e = evaluator(&playbook);
+        // The compiler's own path: version-2 playbooks run their declarations.
+        let e = compiled_evaluator_file(&format!(
+            "tests/fixtures/{}",
+            spec["playbook"].as_str().unwrap()
+        ));
         for case in spec["cases"].as_array().unwrap() {
             count += 1;
             let text = case["text"].as_str().unwrap();

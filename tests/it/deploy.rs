@@ -2,7 +2,6 @@
 //! routes and configuration the binary actually serves and reads (issue 4).
 //! Everything is parsed from the files; the binary's side comes from
 //! `helixor::server` (its routes and its configuration loader).
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
 use helixor::server::config::{self, ServeOptions};
 use helixor::server::routes::ROUTES;

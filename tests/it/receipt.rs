@@ -2,20 +2,13 @@
 //! (SPEC §6.4): constants computed with Python's `json.dumps(...,
 //! sort_keys=True, separators=(",", ":"))`, and the recipe re-derived here
 //! from its definition for ASCII and non-ASCII payloads.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
-use helixor::{check_declarations, parse_document, Evaluator};
+use helixor::Evaluator;
 use sha2::{Digest, Sha256};
 
 fn evaluator() -> Evaluator {
     let yaml = "pack_id: custom.unicode.v1\nversion: \"1.0-β\"\nrules:\n  - {id: règle, type: regex, pattern: '\\brègle\\b', action: block}\n";
-    let doc = parse_document(yaml.as_bytes(), "p").unwrap().doc;
-    Evaluator::new(
-        "custom.unicode.v1",
-        "1.0-β",
-        &check_declarations(&doc, "p").unwrap(),
-    )
-    .unwrap()
+    crate::support::rules_evaluator("custom.unicode.v1", "1.0-β", yaml)
 }
 
 /// Python's default `json.dumps` string escaping (`ensure_ascii=True`).

@@ -1,4 +1,3 @@
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 //! The shipped configurations load: `config/helixor.yaml` documents every
 //! key the server reads, and the `helixor.yaml` of each Kubernetes ConfigMap
 //! under `deploy/` is a valid configuration.

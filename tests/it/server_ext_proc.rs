@@ -1,11 +1,9 @@
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 //! Envoy external processing (SPEC §12.3) over a real gRPC socket: the
 //! answers Envoy gets for request bodies, JSON replies and streamed replies
 //! in each body mode, the refusals, auth, and the metrics. The real Envoy
 //! runs in `scripts/envoy-e2e.sh`.
 
-mod server_support;
-
+use crate::support::server::{Fixture, TEST_PACK};
 use envoy_types::pb::envoy::config::core::v3::{HeaderMap, HeaderValue};
 use envoy_types::pb::envoy::extensions::filters::http::ext_proc::v3::processing_mode::BodySendMode;
 use envoy_types::pb::envoy::service::ext_proc::v3::{
@@ -16,7 +14,6 @@ use envoy_types::pb::envoy::service::ext_proc::v3::{
 };
 use helixor::server::{ext_proc, AppState, Config};
 use serde_json::{json, Value};
-use server_support::{Fixture, TEST_PACK};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -31,7 +28,7 @@ struct Setup {
 
 async fn setup_with(tweak: impl FnOnce(&Fixture, &mut Config)) -> Setup {
     let fx = Fixture::new();
-    let state = server_support::pii_state(&fx, |c| tweak(&fx, c));
+    let state = crate::support::server::pii_state(&fx, |c| tweak(&fx, c));
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
     let (addr, _task) = ext_proc::spawn(
         Arc::clone(&state),
@@ -548,7 +545,7 @@ fn buffered_json(b: &[u8]) -> Vec<ProcessingRequest> {
 #[tokio::test]
 async fn every_string_of_an_agent_request_is_judged_and_redacted_in_place() {
     let s = setup().await;
-    for (row, body) in server_support::agent_bodies("123-45-6789") {
+    for (row, body) in crate::support::server::agent_bodies("123-45-6789") {
         let answers = exchange(s.addr, None, buffered_json(body.as_bytes()))
             .await
             .unwrap();
@@ -556,8 +553,8 @@ async fn every_string_of_an_agent_request_is_judged_and_redacted_in_place() {
         assert_eq!(status, 403, "{row}");
         assert_eq!(v["error"]["code"], "block_glba_ssn_leakage", "{row}");
     }
-    let clean = server_support::agent_bodies("[REDACTED_EMAIL]");
-    for ((row, body), (_, want)) in server_support::agent_bodies("jane.doe@example.com")
+    let clean = crate::support::server::agent_bodies("[REDACTED_EMAIL]");
+    for ((row, body), (_, want)) in crate::support::server::agent_bodies("jane.doe@example.com")
         .into_iter()
         .zip(clean)
     {

@@ -2,14 +2,6 @@
 //! working directory, issuer key and licenses, no `HELIXOR_*` variables from
 //! the caller's environment), and assertions on the error contract of SPEC §4.3.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    missing_docs,
-    dead_code
-)]
-
 use assert_cmd::Command;
 use serde_json::Value;
 use std::ffi::OsString;
@@ -30,6 +22,7 @@ macro_rules! args {
         vec![$(::std::ffi::OsString::from($a)),*]
     };
 }
+pub(crate) use args;
 
 /// A fixture copied from `../shared/reference/` (or the schema's example).
 pub fn fixture(name: &str) -> PathBuf {
@@ -136,19 +129,16 @@ impl Env {
     }
 
     /// The binary, with this sandbox's HOME and working directory and no
-    /// `HELIXOR_*` variable inherited.
+    /// `HELIXOR_*` or proxy variable inherited.
     pub fn cmd(&self) -> Command {
-        let mut c = Command::cargo_bin("helixor-pack").unwrap();
-        c.current_dir(&self.work)
+        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_helixor-pack"));
+        super::scrubbed(&mut c)
+            .current_dir(&self.work)
             .env("HOME", &self.home)
             .env_remove("HELIXOR_LICENSE_FILE")
-            .env_remove("HELIXOR_ISSUER_KEYS")
-            .timeout(Duration::from_secs(120));
-        for (k, _) in std::env::vars_os() {
-            if k.to_string_lossy().starts_with("HELIXOR_") {
-                c.env_remove(k);
-            }
-        }
+            .env_remove("HELIXOR_ISSUER_KEYS");
+        let mut c = Command::from_std(c);
+        c.timeout(Duration::from_secs(120));
         c
     }
 

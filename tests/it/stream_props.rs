@@ -6,12 +6,9 @@
 //! mix scripts is cut anywhere too) cut at random code points, one code
 //! point a piece included. `HELIXOR_STREAM_CASES` sets the number of cases (CI runs
 //! thousands).
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
-use helixor::{
-    check_declarations, compile_in_memory, parse_document, Entitlement, Evaluator, Normalize,
-    Severity, StreamOptions, PERMIT_ACTION,
-};
+use crate::support::{compiled_evaluator_file, rules_evaluator};
+use helixor::{Evaluator, Normalize, Severity, StreamOptions, PERMIT_ACTION};
 use proptest::prelude::*;
 use std::sync::OnceLock;
 
@@ -26,25 +23,17 @@ use helixor::fuzzing::PROBE_RULES;
 fn evaluators() -> &'static [Evaluator] {
     static E: OnceLock<Vec<Evaluator>> = OnceLock::new();
     E.get_or_init(|| {
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-        let v2 = |path: &str| {
-            let bytes = std::fs::read(root.join(path)).unwrap();
-            compile_in_memory(&bytes, path, Entitlement::PolicyTest)
-                .unwrap()
-                .evaluator()
-                .unwrap()
-        };
         let mut out: Vec<Evaluator> = ["pack_id: builtin.only.v1\n", PROBE_RULES]
             .iter()
-            .map(|yaml| {
-                let doc = parse_document(yaml.as_bytes(), "p").unwrap().doc;
-                let rules = check_declarations(&doc, "p").unwrap();
-                Evaluator::new("p", "1", &rules).unwrap()
-            })
+            .map(|yaml| rules_evaluator("p", "1", yaml))
             .collect();
-        out.push(v2("tests/fixtures/regulatory_pii_guard_v2.yaml"));
-        out.push(v2("tests/fixtures/native_v2.yaml"));
-        out.push(v2("config/demo/playbooks/credentials_guard.yaml"));
+        out.push(compiled_evaluator_file(
+            "tests/fixtures/regulatory_pii_guard_v2.yaml",
+        ));
+        out.push(compiled_evaluator_file("tests/fixtures/native_v2.yaml"));
+        out.push(compiled_evaluator_file(
+            "config/demo/playbooks/credentials_guard.yaml",
+        ));
         out
     })
 }

@@ -1,4 +1,3 @@
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 //! The stream attacks of issue 27 against the real binary on 127.0.0.1, at
 //! a small scale and bounded in time: streams whose client never reads do
 //! not starve `/evaluate` (row 2), a client that takes nothing for
@@ -8,10 +7,8 @@
 //! `server_stream.rs`: each stream here fills its socket's 4 MiB of kernel
 //! buffers before it waits, which takes long in a debug build.)
 
-mod server_support;
-
+use crate::support::server::{Fixture, Server};
 use serde_json::{json, Value};
-use server_support::{Fixture, Server};
 use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
@@ -19,7 +16,7 @@ use std::time::{Duration, Instant};
 const PII_PACK: &str = "compliance.regulatory_pii_guard.v1";
 
 fn start(extra: &str) -> (Fixture, Server) {
-    let (fx, _lic, _packs, cfg) = server_support::deployment(&format!(
+    let (fx, _lic, _packs, cfg) = crate::support::server::deployment(&format!(
         "default_pack: {PII_PACK}\nreload:\n  watch: false\n{extra}"
     ));
     let server = Server::start(&cfg, fx.path());

@@ -2,14 +2,9 @@
 //! broken and missing files with their exact output and exit codes, JUnit
 //! XML parsed back, `--coverage` listing exactly the rules no case
 //! triggered, `--json`, and `pack:` test files with a license made by the
-//! binary itself. Each test runs in its own sandbox (tests/common).
+//! binary itself. Each test runs in its own sandbox (`support::cli`).
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
-
-#[macro_use]
-mod common;
-
-use common::*;
+use crate::support::cli::*;
 use serde_json::Value;
 use std::path::Path;
 

@@ -1,17 +1,14 @@
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 //! `POST /v1/evaluate/stream` (SPEC §11.2): the exact events through
 //! `Router` + `oneshot`, errors before the stream starts, the metric, and
 //! one stream over a real socket from the real binary.
 
-mod server_support;
-
-use axum::body::Body;
-use axum::http::{Request, StatusCode};
+use crate::support::http::{json_request, post_json};
+use crate::support::server::{Fixture, Server};
+use axum::http::StatusCode;
 use axum::Router;
 use helixor::server::{router, AppState, Config};
 use http_body_util::BodyExt;
 use serde_json::{json, Value};
-use server_support::{Fixture, Server};
 use std::sync::Arc;
 use tower::ServiceExt;
 
@@ -29,7 +26,7 @@ fn setup() -> Setup {
 
 fn setup_with(tweak: impl FnOnce(&mut Config)) -> Setup {
     let fx = Fixture::new();
-    let state = server_support::pii_state(&fx, tweak);
+    let state = crate::support::server::pii_state(&fx, tweak);
     let app = router(Arc::clone(&state));
     Setup {
         _fx: fx,
@@ -51,18 +48,9 @@ fn events(body: &str) -> Vec<Value> {
 }
 
 async fn stream(app: &Router, body: Value) -> (StatusCode, Option<String>, String) {
-    let req = Request::post("/v1/evaluate/stream")
-        .header("content-type", "application/json")
-        .body(Body::from(body.to_string()))
-        .unwrap();
-    let resp = app.clone().oneshot(req).await.unwrap();
-    let status = resp.status();
-    let ctype = resp
-        .headers()
-        .get("content-type")
-        .map(|v| v.to_str().unwrap().to_string());
-    let bytes = resp.into_body().collect().await.unwrap().to_bytes();
-    (status, ctype, String::from_utf8(bytes.to_vec()).unwrap())
+    let r = post_json(app, "/v1/evaluate/stream", &body.to_string()).await;
+    let ctype = r.content_type();
+    (r.status, ctype, r.text)
 }
 
 fn without_latency(mut done: Value) -> Value {
@@ -230,14 +218,14 @@ async fn errors_before_the_stream_starts_are_json() {
         assert_eq!(v["error"], name);
     }
     // Two `text`s in one body: refused before anything is streamed.
-    let req = Request::post("/v1/evaluate/stream")
-        .header("content-type", "application/json")
-        .body(Body::from(r#"{"text": "ok", "text": "SSN 123-45-6789"}"#))
-        .unwrap();
-    let resp = s.app.clone().oneshot(req).await.unwrap();
-    assert_eq!(resp.status(), StatusCode::BAD_REQUEST);
-    let bytes = resp.into_body().collect().await.unwrap().to_bytes();
-    let v: Value = serde_json::from_slice(&bytes).unwrap();
+    let r = post_json(
+        &s.app,
+        "/v1/evaluate/stream",
+        r#"{"text": "ok", "text": "SSN 123-45-6789"}"#,
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    let v = r.json();
     assert_eq!(v["error"], "InvalidRequestError");
     assert!(!v["message"].as_str().unwrap().contains("123-45"), "{v}");
 }
@@ -247,11 +235,12 @@ async fn errors_before_the_stream_starts_are_json() {
 async fn evaluate_status_within(app: &Router, limit: std::time::Duration) -> StatusCode {
     let started = std::time::Instant::now();
     loop {
-        let req = Request::post("/evaluate")
-            .header("content-type", "application/json")
-            .body(Body::from(r#"{"text": "x"}"#))
-            .unwrap();
-        let status = app.clone().oneshot(req).await.unwrap().status();
+        let status = app
+            .clone()
+            .oneshot(json_request("/evaluate", r#"{"text": "x"}"#))
+            .await
+            .unwrap()
+            .status();
         if status != StatusCode::SERVICE_UNAVAILABLE || started.elapsed() > limit {
             return status;
         }
@@ -262,12 +251,7 @@ async fn evaluate_status_within(app: &Router, limit: std::time::Duration) -> Sta
 #[tokio::test]
 async fn a_stream_frees_its_slot_when_its_session_ends_whatever_the_client_reads() {
     let s = setup_with(|c| c.limits.max_concurrency = 1);
-    let req = |body: String| {
-        Request::post("/v1/evaluate/stream")
-            .header("content-type", "application/json")
-            .body(Body::from(body))
-            .unwrap()
-    };
+    let req = |body: String| json_request("/v1/evaluate/stream", &body);
     // A short text: the session ends at once, its events wait unread.
     let short = s
         .app
@@ -321,10 +305,7 @@ async fn streams_waiting_for_their_readers_hold_a_bounded_memory_the_oldest_cut_
     let body = json!({"text": "! ".repeat(2000), "chunk_size": 1}).to_string();
     let mut waiting = Vec::new();
     for _ in 0..30 {
-        let req = Request::post("/v1/evaluate/stream")
-            .header("content-type", "application/json")
-            .body(Body::from(body.clone()))
-            .unwrap();
+        let req = json_request("/v1/evaluate/stream", &body);
         let resp = s.app.clone().oneshot(req).await.unwrap();
         assert_eq!(resp.status(), StatusCode::OK);
         waiting.push(resp);

@@ -1,12 +1,11 @@
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 //! Serve mode end to end: the real `helixor-pack serve` on 127.0.0.1 with an
 //! ephemeral port, driven over HTTP while deployments are swapped the way the
 //! kubelet swaps a projected volume. Every wait is bounded.
 
-mod server_support;
-
+use crate::support::server::{
+    request, wait_for, write_config, Fixture, K8sVolume, Server, TEST_PACK,
+};
 use serde_json::Value;
-use server_support::{request, wait_for, write_config, Fixture, K8sVolume, Server, TEST_PACK};
 use std::io::Write;
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
@@ -237,7 +236,7 @@ fn d_sighup_and_admin_reload() {
     let recompile = |version: &str| {
         fx.compile_text(
             &lic,
-            &server_support::test_playbook(version),
+            &crate::support::server::test_playbook(version),
             &packs_dir.join("ids.hxpack"),
         )
     };
@@ -388,7 +387,7 @@ fn f_sigterm_drains_finishes_in_flight_requests_and_exits_0() {
     });
     // The in-flight request completes.
     s.write_all(&body[10..]).unwrap();
-    let a = server_support::read_answer(&mut s).unwrap();
+    let a = crate::support::server::read_answer(&mut s).unwrap();
     assert_eq!(a.status, 200, "{}", a.body);
     assert_eq!(a.json()["action"], "redact_ticket_id");
     assert_eq!(server.wait_exit(Duration::from_secs(5)), Some(0));
@@ -399,7 +398,7 @@ fn f_sigterm_drains_finishes_in_flight_requests_and_exits_0() {
 
 /// Runs `serve` expecting it to fail before listening: (exit code, stdout, stderr).
 fn serve_fails(args: &[&str], envs: &[(&str, &Path)]) -> (i32, String, String) {
-    let mut child = server_support::serve_command(args, envs)
+    let mut child = crate::support::server::serve_command(args, envs)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -669,7 +668,7 @@ fn i_packs_dir_deleted_and_recreated_and_a_burst_of_file_events() {
     // And the recreated directory is watched again: an edit inside it reloads.
     fx.compile_text(
         &lic,
-        &server_support::test_playbook("3.0.0"),
+        &crate::support::server::test_playbook("3.0.0"),
         &packs_dir.join("ids.hxpack"),
     );
     wait_for(Duration::from_secs(5), "generation 3", || {

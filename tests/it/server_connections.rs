@@ -1,20 +1,17 @@
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 //! The connection limits of SPEC §9.1 against the real binary on 127.0.0.1:
 //! a slowloris head is cut at `header_read_timeout_ms`, an idle keep-alive
 //! connection at `idle_timeout_ms` (and not at the header timeout), and
 //! `max_connections` holds under thousands of idle sockets while `/healthz`
 //! still answers. Every wait is bounded.
 
-mod server_support;
-
-use server_support::{Fixture, Server};
+use crate::support::server::{Fixture, Server};
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 fn start(limits: &str) -> (Fixture, Server) {
     let (fx, _lic, _packs, cfg) =
-        server_support::deployment(&format!("reload:\n  watch: false\nlimits:\n{limits}"));
+        crate::support::server::deployment(&format!("reload:\n  watch: false\nlimits:\n{limits}"));
     let server = Server::start(&cfg, fx.path());
     (fx, server)
 }
@@ -200,7 +197,8 @@ fn healthz_stays_fast_while_large_evaluations_run() {
             let body = body.clone();
             std::thread::spawn(move || {
                 let started = Instant::now();
-                let a = server_support::request(addr, "POST", "/evaluate", Some(&body)).unwrap();
+                let a = crate::support::server::request(addr, "POST", "/evaluate", Some(&body))
+                    .unwrap();
                 assert_eq!(a.status, 200, "{}", &a.body[..a.body.len().min(300)]);
                 (a.status, started.elapsed())
             })
@@ -235,9 +233,9 @@ fn timed(
     method: &str,
     path: &str,
     body: Option<&str>,
-) -> (server_support::Answer, Duration) {
+) -> (crate::support::server::Answer, Duration) {
     let started = Instant::now();
-    let a = server_support::request(addr, method, path, body).unwrap();
+    let a = crate::support::server::request(addr, method, path, body).unwrap();
     (a, started.elapsed())
 }
 
@@ -315,7 +313,7 @@ fn a_request_in_progress_is_never_closed_to_make_room() {
     eprintln!("a probe with both connections taken: {took:?}");
     assert!(closed_within(&mut idle, Duration::from_secs(2)));
     upload.write_all(&body.as_bytes()[10..]).unwrap();
-    let a = server_support::read_answer(&mut upload).unwrap();
+    let a = crate::support::server::read_answer(&mut upload).unwrap();
     assert_eq!(a.status, 200, "{}", a.body);
     assert_eq!(a.json()["action"], "redact_and_permit_contact_pii");
 }

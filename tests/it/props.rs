@@ -1,11 +1,10 @@
 //! Property tests: seal/open round trips, tamper rejection, compile
 //! determinism and engine invariants (issue 2).
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
 use helixor::testing::{open, seal_with_nonce};
 use helixor::{
-    check_declarations, issue_license, keygen, parse_document, Evaluator, IssueRequest, IssuerKeys,
-    License, PackError, SealedPack, Severity, VerifiedLicense, BLOCKED_TEXT, PERMIT_ACTION,
+    issue_license, keygen, Evaluator, IssueRequest, IssuerKeys, License, PackError, SealedPack,
+    Severity, VerifiedLicense, BLOCKED_TEXT, PERMIT_ACTION,
 };
 use proptest::prelude::*;
 use std::sync::OnceLock;
@@ -101,8 +100,7 @@ fn engine() -> &'static Evaluator {
     static E: OnceLock<Evaluator> = OnceLock::new();
     E.get_or_init(|| {
         let yaml = "pack_id: p\nversion: 1\nrules:\n  - {id: ticket, type: regex, pattern: '\\bTCK-\\d{6}\\b', action: redact}\n  - {id: word, type: regex, pattern: '(?i)\\bsecret\\w*', action: block}\n  - {id: gift, type: luhn_checksum, pattern: '\\d{4}-\\d{4}', action: redact}\n";
-        let doc = parse_document(yaml.as_bytes(), "p").unwrap().doc;
-        Evaluator::new("p", "1", &check_declarations(&doc, "p").unwrap()).unwrap()
+        crate::support::rules_evaluator("p", "1", yaml)
     })
 }
 

@@ -1,6 +1,5 @@
 //! Shared by the OpenAPI tests (`openapi.yaml`, `openapi-catalog.yaml`):
 //! `$ref` resolution and a small JSON Schema validator.
-#![allow(dead_code, clippy::unwrap_used)]
 
 use serde_json::Value;
 

@@ -1,7 +1,6 @@
 //! Shared fixtures of the serve-mode tests: issuer keys, licenses and packs
 //! made with the library, a Kubernetes-style `..data` deployment directory,
 //! the real binary on an ephemeral port, and a tiny blocking HTTP client.
-#![allow(dead_code)]
 
 use helixor::{issue_license, keygen, IssueRequest, IssuerKeys, License, VerifiedLicense};
 use std::io::{BufRead, BufReader, Read, Write};
@@ -279,15 +278,12 @@ pub struct Server {
 }
 
 /// `helixor-pack serve --listen 127.0.0.1:0 <args>` with no inherited
-/// `HELIXOR_*` variable and the given ones set.
+/// `HELIXOR_*` or proxy variable and the given ones set.
 pub fn serve_command<S: AsRef<std::ffi::OsStr>>(args: &[S], envs: &[(&str, &Path)]) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_helixor-pack"));
-    cmd.args(["serve", "--listen", "127.0.0.1:0"]).args(args);
-    for (k, _) in std::env::vars() {
-        if k.starts_with("HELIXOR_") {
-            cmd.env_remove(k);
-        }
-    }
+    super::scrubbed(&mut cmd)
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .args(args);
     for (k, v) in envs {
         cmd.env(k, v);
     }

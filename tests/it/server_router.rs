@@ -1,21 +1,17 @@
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 //! Serve mode through `tower::ServiceExt::oneshot`: every route and every
 //! error status of SPEC §9.4, without a socket.
 
-mod server_support;
-
+use crate::support::http::{get, post_json, send};
+use crate::support::server::{test_playbook, Fixture, TEST_PACK};
 use axum::body::{Body, Bytes};
-use axum::http::{HeaderMap, Request, StatusCode};
+use axum::http::{Request, StatusCode};
 use axum::Router;
 use helixor::server::{router, AppState, Config, Generation, Route, Sources, ROUTES};
-use http_body_util::BodyExt;
 use serde_json::{json, Value};
-use server_support::{test_playbook, Fixture, TEST_PACK};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 use time::OffsetDateTime;
-use tower::ServiceExt;
 
 const PII_PACK: &str = "compliance.regulatory_pii_guard.v1";
 
@@ -58,51 +54,6 @@ fn setup_with(both_packs: bool, tweak: impl FnOnce(&mut Config)) -> Setup {
 
 fn setup() -> Setup {
     setup_with(true, |_| {})
-}
-
-struct Resp {
-    status: StatusCode,
-    headers: HeaderMap,
-    text: String,
-}
-
-impl Resp {
-    fn json(&self) -> Value {
-        serde_json::from_str(&self.text).unwrap_or_else(|e| panic!("{e}: {}", self.text))
-    }
-
-    fn error(&self) -> String {
-        let v = self.json();
-        assert!(v["message"].is_string(), "{v}");
-        v["error"].as_str().unwrap().to_string()
-    }
-}
-
-async fn send(app: &Router, req: Request<Body>) -> Resp {
-    let resp = app.clone().oneshot(req).await.unwrap();
-    let status = resp.status();
-    let headers = resp.headers().clone();
-    let bytes = resp.into_body().collect().await.unwrap().to_bytes();
-    Resp {
-        status,
-        headers,
-        text: String::from_utf8(bytes.to_vec()).unwrap(),
-    }
-}
-
-async fn get(app: &Router, path: &str) -> Resp {
-    send(app, Request::get(path).body(Body::empty()).unwrap()).await
-}
-
-async fn post_json(app: &Router, path: &str, body: &str) -> Resp {
-    send(
-        app,
-        Request::post(path)
-            .header("content-type", "application/json")
-            .body(Body::from(body.to_string()))
-            .unwrap(),
-    )
-    .await
 }
 
 #[tokio::test]
@@ -1120,13 +1071,13 @@ async fn ext_authz_judges_every_string_of_an_agent_exchange() {
             .body(Body::from(body.to_string()))
             .unwrap()
     };
-    for (row, body) in server_support::agent_bodies("123-45-6789") {
+    for (row, body) in crate::support::server::agent_bodies("123-45-6789") {
         let r = send(&s.app, call(&body)).await;
         assert_eq!(r.status, StatusCode::FORBIDDEN, "{row}: {}", r.text);
         assert_eq!(r.json()["error"]["code"], "block_glba_ssn_leakage", "{row}");
         assert!(!r.text.contains("6789"), "{row}");
     }
-    for (row, body) in server_support::agent_bodies("jane.doe@example.com") {
+    for (row, body) in crate::support::server::agent_bodies("jane.doe@example.com") {
         let r = send(&s.app, call(&body)).await;
         assert_eq!(r.status, StatusCode::OK, "{row}: {}", r.text);
         assert_eq!(

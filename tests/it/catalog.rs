@@ -1,16 +1,12 @@
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 //! Catalog packs end to end (SPEC §14): the real `helixor-pack catalog
 //! serve` and `helixor-pack download-pack` on 127.0.0.1 with ephemeral ports,
 //! a tampering proxy, a catalog that never answers, a closed port, and the
 //! downloaded pack serving decisions in `helixor-pack serve`. Every wait is
 //! bounded.
 
-mod openapi_support;
-mod server_support;
-
+use crate::support::server::{request, test_playbook, Answer, Fixture, Server, TEST_PACK};
 use helixor::{issue_license, keygen, IssueRequest};
 use serde_json::Value;
-use server_support::{request, test_playbook, Answer, Fixture, Server, TEST_PACK};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -148,12 +144,9 @@ impl Setup {
 
 /// A command with no inherited `HELIXOR_*` or proxy variable, in `home`.
 fn clean<'c>(cmd: &'c mut Command, home: &Path) -> &'c mut Command {
-    for (k, _) in std::env::vars() {
-        if k.starts_with("HELIXOR_") || k.to_ascii_lowercase().ends_with("_proxy") {
-            cmd.env_remove(k);
-        }
-    }
-    cmd.env("HOME", home).current_dir(home)
+    crate::support::scrubbed(cmd)
+        .env("HOME", home)
+        .current_dir(home)
 }
 
 /// What a CLI run printed.
@@ -250,8 +243,11 @@ impl Catalog {
     }
 
     fn start(playbooks: &Path, keys: &Path, dir: &Path) -> Self {
-        let (child, addr, stderr) =
-            server_support::spawn_listening(Self::command(playbooks, keys, dir), dir, "catalog");
+        let (child, addr, stderr) = crate::support::server::spawn_listening(
+            Self::command(playbooks, keys, dir),
+            dir,
+            "catalog",
+        );
         Self {
             child,
             addr,
@@ -919,7 +915,7 @@ fn the_catalog_lists_its_packs_and_keeps_serve_conventions() {
         .as_bytes(),
     )
     .unwrap();
-    let a = server_support::read_answer(&mut c).unwrap();
+    let a = crate::support::server::read_answer(&mut c).unwrap();
     assert_eq!(
         (a.status, err(&a).as_str()),
         (415, "UnsupportedMediaTypeError")
@@ -1083,7 +1079,7 @@ fn openapi_catalog_routes_match_the_route_table() {
     assert_eq!(documented, served);
 
     // Every $ref resolves, and every error name the document lists is a §4.3 name.
-    openapi_support::assert_refs_resolve(&doc);
+    crate::support::openapi::assert_refs_resolve(&doc);
     let names = doc
         .pointer("/components/schemas/ErrorName/enum")
         .and_then(Value::as_array)
@@ -1114,35 +1110,26 @@ async fn check_documented(
     req: axum::http::Request<axum::body::Body>,
     seen: &mut std::collections::BTreeSet<(String, String, u16)>,
 ) -> u16 {
-    use http_body_util::BodyExt;
-    use tower::ServiceExt;
     let method = req.method().as_str().to_lowercase();
     let path = match req.uri().path().strip_prefix("/v1/catalog/packs/") {
         Some(_) => "/v1/catalog/packs/{pack_id}".to_string(),
         None => req.uri().path().to_string(),
     };
-    let resp = app.clone().oneshot(req).await.unwrap();
-    let status = resp.status().as_u16();
-    assert!(resp.headers().contains_key("x-request-id"));
-    let mime = resp
-        .headers()
-        .get("content-type")
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.split(';').next())
-        .unwrap_or_default()
-        .trim()
-        .to_string();
-    let bytes = resp.into_body().collect().await.unwrap().to_bytes();
+    let resp = crate::support::http::send(app, req).await;
+    let status = resp.status.as_u16();
+    assert!(resp.headers.contains_key("x-request-id"));
+    let mime = resp.mime();
+    let bytes = resp.bytes;
     let documented = doc["paths"][&path][&method]["responses"]
         .get(status.to_string())
         .unwrap_or_else(|| panic!("{method} {path}: status {status} is not documented"));
-    let documented = openapi_support::resolve(doc, documented);
+    let documented = crate::support::openapi::resolve(doc, documented);
     let schema = &documented["content"]
         .get(&mime)
         .unwrap_or_else(|| panic!("{method} {path} {status}: {mime} is not documented"))["schema"];
     if mime == "application/json" {
         let body: Value = serde_json::from_slice(&bytes).unwrap();
-        if let Err(e) = openapi_support::validate(doc, schema, &body, "body") {
+        if let Err(e) = crate::support::openapi::validate(doc, schema, &body, "body") {
             panic!("{method} {path} {status}: {e}");
         }
     } else {

@@ -1,4 +1,3 @@
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 //! Issue 27's attacks on the real binary, at a small scale, on 127.0.0.1
 //! with ephemeral ports, every wait bounded (SPEC §9.1): gRPC streams that
 //! send nothing (row 1), work that outlives its 503 (row 4), answers that
@@ -7,13 +6,11 @@
 //! escape sequences (row 10) in `catalog.rs`. Times are printed, not
 //! asserted beyond generous bounds.
 
-mod server_support;
-
+use crate::support::server::{request, Answer, Fixture, Server};
 use envoy_types::pb::envoy::service::ext_proc::v3::{
     external_processor_client::ExternalProcessorClient, ProcessingRequest, ProcessingResponse,
 };
 use serde_json::{json, Value};
-use server_support::{request, Answer, Fixture, Server};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
@@ -25,7 +22,7 @@ const PII: &str = "compliance.regulatory_pii_guard.v1";
 /// A deployment with the PII pack as default, reloads off, and `extra`:
 /// (fixture, license, packs dir, config).
 fn deployment(extra: &str) -> (Fixture, PathBuf, PathBuf, PathBuf) {
-    server_support::deployment(&format!(
+    crate::support::server::deployment(&format!(
         "default_pack: {PII}\nreload:\n  watch: false\n  rescan_interval_s: 0\n{extra}"
     ))
 }
@@ -54,12 +51,13 @@ fn rss_kib(pid: u32) -> u64 {
 /// ext_proc address.
 fn start_with_ext_proc(cfg: &Path, log_dir: &Path) -> (Server, SocketAddr) {
     let log = log_dir.join("ext-proc-server.log");
-    let mut child = server_support::serve_command(&["--config", &cfg.display().to_string()], &[])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(std::fs::File::create(&log).unwrap())
-        .spawn()
-        .unwrap();
+    let mut child =
+        crate::support::server::serve_command(&["--config", &cfg.display().to_string()], &[])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap();
     let stdout = child.stdout.take().unwrap();
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
@@ -266,10 +264,11 @@ fn r4_work_that_outlives_its_503_keeps_its_slot_until_it_ends() {
         json!({"error": "ServiceUnavailableError", "message": "the server is at limits.max_concurrency; retry later"})
     );
     // Once the work has ended, the slot is free again.
-    let c = server_support::wait_for(takes * 4 + Duration::from_secs(5), "the slot", || {
-        let c = evaluate(server.addr, "call 212-555-0187");
-        (c.status == 200).then_some(c)
-    });
+    let c =
+        crate::support::server::wait_for(takes * 4 + Duration::from_secs(5), "the slot", || {
+            let c = evaluate(server.addr, "call 212-555-0187");
+            (c.status == 200).then_some(c)
+        });
     assert_eq!(c.json()["action"], "redact_and_permit_contact_pii");
     eprintln!(
         "503 then the slot taken at {checked:?}, free again after {:?}",
@@ -302,10 +301,11 @@ fn r4_a_batch_answered_503_stops_evaluating() {
     let started = Instant::now();
     let a = request(server.addr, "POST", "/evaluate/batch", Some(&body)).unwrap();
     assert_eq!(a.status, 503);
-    let c = server_support::wait_for(takes * 2 + Duration::from_secs(5), "the slot", || {
-        let c = evaluate(server.addr, "call 212-555-0187");
-        (c.status == 200).then_some(c)
-    });
+    let c =
+        crate::support::server::wait_for(takes * 2 + Duration::from_secs(5), "the slot", || {
+            let c = evaluate(server.addr, "call 212-555-0187");
+            (c.status == 200).then_some(c)
+        });
     assert_eq!(c.json()["action"], "redact_and_permit_contact_pii");
     eprintln!(
         "the slot was free again after {:?} (the whole batch takes {takes:?})",
@@ -378,10 +378,11 @@ fn r5_answers_never_read_are_dropped_at_the_write_timeout() {
     let sent = Instant::now();
     let mut peak = 0;
     // The server lets go of every one of them (none is read).
-    let dropped = server_support::wait_for(Duration::from_secs(60), "the unread answers", || {
-        peak = peak.max(rss_kib(pid));
-        (open_fds(pid) <= base).then(|| sent.elapsed())
-    });
+    let dropped =
+        crate::support::server::wait_for(Duration::from_secs(60), "the unread answers", || {
+            peak = peak.max(rss_kib(pid));
+            (open_fds(pid) <= base).then(|| sent.elapsed())
+        });
     eprintln!(
         "6 unread answers dropped {dropped:?} after they were sent; RSS {rss_before} KiB before, peak {peak} KiB"
     );
@@ -523,7 +524,7 @@ fn r7_a_fifo_at_start_up_is_the_error_of_its_kind() {
         ),
     ] {
         let started = Instant::now();
-        let out = server_support::serve_command(
+        let out = crate::support::server::serve_command(
             &[
                 "--license",
                 &license,
@@ -579,7 +580,7 @@ fn r5_large_bodies_are_read_within_a_memory_budget() {
     assert_eq!(server.get("/v1/status").status, 200);
     // The stalled uploads end at the request timeout; the budget is back.
     drop(stalled);
-    let a = server_support::wait_for(Duration::from_secs(10), "the budget", || {
+    let a = crate::support::server::wait_for(Duration::from_secs(10), "the budget", || {
         let a = server.post("/evaluate", &big);
         (a.status == 200).then_some(a)
     });

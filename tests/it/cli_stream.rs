@@ -8,12 +8,7 @@
 //! in time, so a filter that waits for a full buffer or for end of input
 //! fails instead of hanging.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
-
-#[macro_use]
-mod common;
-
-use common::*;
+use crate::support::cli::*;
 use std::ffi::OsString;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -63,18 +58,14 @@ struct Piped {
 
 impl Piped {
     fn spawn(env: &Env, args: &[OsString]) -> Self {
-        let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("helixor-pack"));
-        cmd.args(args)
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_helixor-pack"));
+        crate::support::scrubbed(&mut cmd)
+            .args(args)
             .current_dir(&env.work)
             .env("HOME", &env.home)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        for (k, _) in std::env::vars_os() {
-            if k.to_string_lossy().starts_with("HELIXOR_") {
-                cmd.env_remove(k);
-            }
-        }
         let mut child = cmd.spawn().unwrap();
         let stdin = child.stdin.take();
         let mut stdout = child.stdout.take().unwrap();

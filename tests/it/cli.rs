@@ -2,18 +2,13 @@
 //! and every error case with its exact name, exit code, a message naming the
 //! file and the field, no panic and no partial output file.
 //!
-//! Each test builds its own sandbox (tests/common): HOME and the working
+//! Each test builds its own sandbox (`support::cli`): HOME and the working
 //! directory are temporary, no `HELIXOR_*` variable is inherited, and keys,
 //! licenses and packs are made with the binary itself.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
-
-#[macro_use]
-mod common;
-
+use crate::support::cli::*;
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine as _;
-use common::*;
 use serde_json::{json, Value};
 use std::io::Write;
 use std::path::{Path, PathBuf};

@@ -2,7 +2,6 @@
 //! `fuzz/regressions/<target>/` through the fuzz harnesses
 //! (`helixor::fuzzing`), so an input that once broke an invariant stays a
 //! test, and the minimised corpus keeps running under `cargo test`.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
 use helixor::fuzzing::{Harness, TARGETS};
 use std::path::{Path, PathBuf};

@@ -8,7 +8,6 @@
 //! of other identifiers with these validators (`packs/*.yaml`: NL BSN, AU
 //! TFN and Medicare, PL NIP, DE tax id and VAT, IT VAT, Aadhaar) are checked
 //! the same way against the identifier's stdnum module.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
 use helixor::checksum::{Checksum, NAMES};
 use serde_json::Value;
