@@ -1,16 +1,26 @@
-//! Replays every file of `fuzz/corpus/<target>/` and
-//! `fuzz/regressions/<target>/` through the fuzz harnesses
+//! Replays every file of `fuzz/seeds/<target>/`, `fuzz/corpus/<target>/`
+//! and `fuzz/regressions/<target>/` through the fuzz harnesses
 //! (`helixor::fuzzing`), so an input that once broke an invariant stays a
 //! test, and the minimised corpus keeps running under `cargo test`.
+//!
+//! A replay that runs nothing cannot fail, so each kind must be there, each
+//! target must have at least one input of each kind, every entry of a
+//! target's folder must be a file, every folder must name a target, and
+//! each harness must have run exactly as many times as its folder holds
+//! files.
 
 use helixor::fuzzing::{Harness, TARGETS};
 use std::path::{Path, PathBuf};
 
 fn fuzz_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz")
+    crate::support::repo_path("fuzz")
 }
 
-/// The files directly under `dir` (none if it does not exist), sorted.
+/// Names in the input folders that are not inputs.
+const NOT_INPUTS: [&str; 2] = ["README.md", ".gitkeep"];
+
+/// The inputs of `dir`: every entry but [`NOT_INPUTS`], sorted; each must
+/// be a file (none is skipped). None when `dir` does not exist.
 fn files(dir: &Path) -> Vec<PathBuf> {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return Vec::new();
@@ -18,77 +28,114 @@ fn files(dir: &Path) -> Vec<PathBuf> {
     let mut out: Vec<PathBuf> = entries
         .map(|e| e.unwrap().path())
         .filter(|p| {
-            p.is_file()
-                && !p
-                    .file_name()
-                    .is_some_and(|n| n == "README.md" || n == ".gitkeep")
+            !p.file_name()
+                .is_some_and(|n| NOT_INPUTS.iter().any(|x| n == *x))
         })
         .collect();
+    for p in &out {
+        assert!(p.is_file(), "{} is not an input file", p.display());
+    }
     out.sort();
     out
 }
 
-/// Runs every file of `fuzz/<kind>/<target>/` through its harness, the files
-/// shared among one thread per core (a debug build spends most of the time
-/// building the engines of the packs that load); returns how many ran.
-fn replay(kind: &str) -> usize {
-    let mut jobs: Vec<(&str, Harness, PathBuf)> = Vec::new();
-    for (name, harness) in TARGETS {
-        for path in files(&fuzz_dir().join(kind).join(name)) {
-            jobs.push((name, harness, path));
+/// The inputs of `fuzz/<kind>/`, per target in [`TARGETS`] order. Fails
+/// when `fuzz/<kind>/` does not exist or holds a folder that names no
+/// target (an input there would never run).
+fn inputs(kind: &str) -> Vec<(&'static str, Harness, Vec<PathBuf>)> {
+    let dir = fuzz_dir().join(kind);
+    assert!(dir.is_dir(), "{} is missing", dir.display());
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            assert!(
+                TARGETS.iter().any(|(t, _)| *t == name),
+                "{} names no fuzz target",
+                path.display()
+            );
         }
     }
+    TARGETS
+        .iter()
+        .map(|&(name, harness)| (name, harness, files(&dir.join(name))))
+        .collect()
+}
+
+/// Runs every input through its target's harness, the inputs shared among
+/// one thread per core (a debug build spends most of the time building the
+/// engines of the packs that load); returns how many runs each target's
+/// harness completed, in [`TARGETS`] order.
+fn replay(inputs: &[(&'static str, Harness, Vec<PathBuf>)]) -> Vec<usize> {
+    let jobs: Vec<(usize, &str, Harness, &PathBuf)> = inputs
+        .iter()
+        .enumerate()
+        .flat_map(|(t, (name, harness, files))| files.iter().map(move |p| (t, *name, *harness, p)))
+        .collect();
     let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
-    let failures: Vec<String> = std::thread::scope(|s| {
+    let (runs, failures) = std::thread::scope(|s| {
         let workers: Vec<_> = (0..threads)
             .map(|i| {
                 let jobs = &jobs;
                 s.spawn(move || {
+                    let mut runs = vec![0usize; inputs.len()];
                     let mut failed = Vec::new();
-                    for (name, harness, path) in jobs.iter().skip(i).step_by(threads) {
+                    for &(t, name, harness, path) in jobs.iter().skip(i).step_by(threads) {
                         let data = std::fs::read(path).unwrap();
                         if std::panic::catch_unwind(|| harness(&data)).is_err() {
                             failed
                                 .push(format!("{} broke an invariant of `{name}`", path.display()));
                         }
+                        runs[t] += 1;
                     }
-                    failed
+                    (runs, failed)
                 })
             })
             .collect();
-        workers
-            .into_iter()
-            .flat_map(|w| w.join().unwrap())
-            .collect()
+        let mut runs = vec![0usize; inputs.len()];
+        let mut failures = Vec::new();
+        for w in workers {
+            let (r, f) = w.join().unwrap();
+            for (total, n) in runs.iter_mut().zip(r) {
+                *total += n;
+            }
+            failures.extend(f);
+        }
+        (runs, failures)
     });
     assert!(failures.is_empty(), "{}", failures.join("\n"));
-    jobs.len()
+    runs
+}
+
+/// Replays `fuzz/<kind>/`: every target has an input, and its harness ran
+/// once for each of them.
+fn replays_every_input(kind: &str) {
+    let inputs = inputs(kind);
+    let runs = replay(&inputs);
+    for ((name, _, files), ran) in inputs.iter().zip(runs) {
+        assert!(!files.is_empty(), "no input under fuzz/{kind}/{name}/");
+        assert_eq!(
+            ran,
+            files.len(),
+            "fuzz/{kind}/{name}/: {} inputs, {ran} runs",
+            files.len()
+        );
+    }
 }
 
 #[test]
 fn corpus_replays_without_a_broken_invariant() {
-    let n = replay("corpus");
-    assert!(
-        n >= TARGETS.len(),
-        "only {n} corpus files under fuzz/corpus/"
-    );
+    replays_every_input("corpus");
 }
 
 #[test]
 fn regressions_replay_without_a_broken_invariant() {
-    // As many as are committed: a replay that finds none cannot fail.
-    let committed = TARGETS
-        .iter()
-        .map(|(name, _)| files(&fuzz_dir().join("regressions").join(name)).len())
-        .sum::<usize>();
-    assert!(committed > 0, "no file under fuzz/regressions/<target>/");
-    assert_eq!(replay("regressions"), committed);
+    replays_every_input("regressions");
 }
 
 #[test]
 fn seeds_replay_without_a_broken_invariant() {
-    let n = replay("seeds");
-    assert!(n >= TARGETS.len(), "only {n} seed files under fuzz/seeds/");
+    replays_every_input("seeds");
 }
 
 #[test]
@@ -130,7 +177,7 @@ fn fixture_sealed_seeds_load() {
 #[ignore = "writes fuzz/seeds/; run by scripts/fuzz.sh seeds"]
 fn write_fixture_seeds() {
     use helixor::{compile_in_memory, Entitlement};
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let root = crate::support::root();
     let seeds = fuzz_dir().join("seeds");
     for dir in ["container", "license"] {
         std::fs::create_dir_all(seeds.join(dir)).unwrap();
