@@ -89,7 +89,8 @@ fn sign_object(mut obj: Map<String, Value>) -> Option<Map<String, Value>> {
 }
 
 /// The JSON of the license every harness that needs one uses: a fixed
-/// content key, every pack and solver allowed, signed by [`issuer_keys`].
+/// content key, every pack and solver allowed, signed by the harnesses'
+/// fixed issuer key.
 pub fn fixture_license_json() -> String {
     let obj = json!({
         "format": LICENSE_FORMAT,
@@ -112,8 +113,8 @@ pub fn fixture_license_json() -> String {
     signed.map_or_else(String::new, |v| v.to_string())
 }
 
-/// [`fixture_license_json`], verified with [`issuer_keys`] at the harnesses'
-/// fixed clock (inside its window).
+/// [`fixture_license_json`], verified with the fixed issuer key at the
+/// harnesses' fixed clock (inside its window).
 pub fn fixture_license() -> &'static VerifiedLicense {
     static LICENSE: OnceLock<VerifiedLicense> = OnceLock::new();
     LICENSE.get_or_init(|| {
