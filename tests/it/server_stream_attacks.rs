@@ -103,8 +103,13 @@ fn open_stream_when_served(addr: std::net::SocketAddr, body: &str) -> TcpStream 
 fn streams_never_read_do_not_starve_evaluate() {
     // Two slots; eight streams whose client never reads, each with 7.6 MB
     // of events: more than its socket holds, so each waits for its reader.
-    let (_fx, server) =
-        start("limits:\n  max_concurrency: 2\nstream:\n  write_timeout_ms: 60000\n");
+    // Neither write timeout (the connection's, `limits.write_timeout_ms`,
+    // 10 s by default, and the stream's) may cut a stream before it is read
+    // below, however slowly the machine (or the tests beside this one on
+    // the other threads of the test binary) gets through the streams before.
+    let (_fx, server) = start(
+        "limits:\n  max_concurrency: 2\n  write_timeout_ms: 600000\nstream:\n  write_timeout_ms: 600000\n",
+    );
     let text = eventful_text(80_000);
     let body = json!({"text": text, "chunk_size": 1}).to_string();
     let held: Vec<TcpStream> = (0..8)
