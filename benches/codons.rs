@@ -10,7 +10,7 @@ mod common;
 
 use common::{fill, ENGLISH, MIXED, PII};
 use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
-use helixor::{compile_in_memory, Entitlement, Evaluator, EXAMPLE_PLAYBOOK_YAML};
+use helixor::{Evaluator, EXAMPLE_PLAYBOOK_YAML};
 use std::path::Path;
 
 /// A line with a value (or a near miss) for many of the forty codons.
@@ -20,10 +20,7 @@ password=S3cr3t!Passw0rd; key AKIAIOSFODNN7EXAMPLE; NHS 943 476 5919; Aadhaar 23
 passport 123456789; near miss DE88 3704 0044 0532 0130 00. ";
 
 fn compiled(yaml: &[u8], name: &str) -> Evaluator {
-    compile_in_memory(yaml, name, Entitlement::PolicyTest)
-        .unwrap()
-        .evaluator()
-        .unwrap()
+    helixor::testing::compiled_evaluator(yaml, name).unwrap()
 }
 
 fn fixture(name: &str) -> Evaluator {

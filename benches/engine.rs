@@ -48,9 +48,7 @@ id 123-45\u{0}-6789, card 4111 \u{301}1111 1111 1111, mail j\u{430}ne.doe@\u{435
 mail jan\u{435}.doe@example.com. ";
 
 fn evaluator() -> Evaluator {
-    let doc = parse_document(PLAYBOOK.as_bytes(), "bench").unwrap().doc;
-    let rules = check_declarations(&doc, "bench").unwrap();
-    Evaluator::new("bench.ten_rules.v1", "1.0.0", &rules).unwrap()
+    helixor::testing::rules_evaluator("bench.ten_rules.v1", "1.0.0", PLAYBOOK).unwrap()
 }
 
 /// `HELIXOR_BENCH_ONCE=CASE:MODE` (MODE `none` or `evasion`; CASE a case

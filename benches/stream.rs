@@ -9,7 +9,7 @@ mod common;
 
 use common::fill;
 use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use helixor::{check_declarations, parse_document, Evaluator, Normalize, Releases, StreamOptions};
+use helixor::{Evaluator, Normalize, Releases, StreamOptions};
 
 /// The demo's example pack plus its custom internal-ids rules.
 const PLAYBOOK: &str = r#"
@@ -113,9 +113,7 @@ fn evaluator() -> Evaluator {
         Ok("example") => helixor::EXAMPLE_PLAYBOOK_YAML,
         _ => PLAYBOOK,
     };
-    let doc = parse_document(yaml.as_bytes(), "bench").unwrap().doc;
-    let rules = check_declarations(&doc, "bench").unwrap();
-    Evaluator::new("bench.stream.v1", "1.0.0", &rules).unwrap()
+    helixor::testing::rules_evaluator("bench.stream.v1", "1.0.0", yaml).unwrap()
 }
 
 fn stream(e: &Evaluator, parts: &[&str], opts: StreamOptions) -> usize {

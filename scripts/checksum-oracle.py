@@ -9,7 +9,7 @@ Writes two files, both committed:
   few of them, each with stdnum's verdict on the value's compact form.
   `cases` are values on which SPEC and stdnum agree; `differences` are
   values on which SPEC's wording deliberately differs from stdnum, each
-  with the SPEC verdict and the reason. tests/checksum_oracle.rs asserts
+  with the SPEC verdict and the reason. tests/it/checksum_oracle.rs asserts
   that `Checksum::check` gives the listed verdict on every one of them.
 - src/checksum/iban_registry.rs: the IBAN registry (country code -> BBAN
   length), from stdnum's iban.dat (itself generated from SWIFT's registry).

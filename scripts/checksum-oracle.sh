@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Regenerates the python-stdnum oracle of the SPEC §16.2 validators
-# (tests/checksum/cases.json, read by tests/checksum_oracle.rs) and the IBAN
+# (tests/checksum/cases.json, read by tests/it/checksum_oracle.rs) and the IBAN
 # registry (src/checksum/iban_registry.rs). Installs the pinned
 # python-stdnum once in a virtual environment under a cache folder it reuses
 # ($HELIXOR_E2E_CACHE, default ~/.cache/helixor-e2e). Arguments go to

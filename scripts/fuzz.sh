@@ -5,7 +5,7 @@
 # runs afl-fuzz under `nice -n 19` for SECONDS from fuzz/seeds/<target>/ plus
 # the committed corpus, minimises the queue with afl-cmin into
 # fuzz/corpus/<target>/ and copies every crash into fuzz/regressions/<target>/
-# (replayed by `cargo test --test fuzz_replay`). AFL's own output stays in
+# (replayed by `cargo test --test it fuzz_replay::`). AFL's own output stays in
 # $FUZZ_OUT (default target/fuzz-out), never in the repository. Usage:
 #   scripts/fuzz.sh [TARGET|all] [SECONDS]   (default: all, 60 s each)
 #   scripts/fuzz.sh seeds                    (rewrites the fixture-keyed seeds)
@@ -26,7 +26,7 @@ export CARGO_TARGET_DIR=${FUZZ_TARGET_DIR:-$root/target/fuzz}
 if [ "$what" = seeds ]; then
     # Seeds that need the harnesses' fixed keys (the other seeds are files).
     CARGO_TARGET_DIR=${CARGO_TARGET_DIR%/fuzz} \
-        cargo test --locked --test fuzz_replay write_fixture_seeds -- --ignored
+        cargo test --locked --test it fuzz_replay::write_fixture_seeds -- --ignored
     exit 0
 fi
 if [ "$what" != all ]; then

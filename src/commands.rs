@@ -91,8 +91,9 @@ pub fn compile(
     }
 }
 
-/// Where `run` takes its payload from.
-#[derive(Debug, Clone)]
+/// Where `run` takes its payload from. Its `Debug` never shows `--text`'s
+/// payload.
+#[derive(Clone)]
 pub enum RunInput {
     /// `--text`, taken as given.
     Text(String),
@@ -100,6 +101,19 @@ pub enum RunInput {
     File(PathBuf),
     /// Standard input.
     Stdin,
+}
+
+impl std::fmt::Debug for RunInput {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Text(t) => f
+                .debug_tuple("Text")
+                .field(&crate::redacted::Redacted::of(t))
+                .finish(),
+            Self::File(p) => f.debug_tuple("File").field(p).finish(),
+            Self::Stdin => f.write_str("Stdin"),
+        }
+    }
 }
 
 /// Options of `run`.
@@ -790,31 +804,43 @@ pub fn license_keygen(key_id: &str, dir: &Path, out: &mut dyn Write) -> Result<u
     Ok(0)
 }
 
-/// `license issue` as given on the command line: lists may be repeated or
-/// comma-separated, times are RFC 3339 text.
-#[derive(Debug, Clone)]
+/// The flags of `license issue`, as given on the command line (the binary
+/// flattens them into its subcommand; each field's doc is its `--help`
+/// line): lists may be repeated or comma-separated, times are RFC 3339 text.
+#[derive(Debug, Clone, clap::Args)]
 pub struct IssueArgs {
-    /// `--issuer-key`, the secret key file.
+    /// The issuer's secret key file (ID.key).
+    #[arg(long, value_name = "KEYFILE")]
     pub issuer_key: PathBuf,
-    /// `--license-id`.
+    /// license_id.
+    #[arg(long, value_name = "ID")]
     pub license_id: String,
-    /// `--licensee`.
+    /// licensee.
+    #[arg(long, value_name = "NAME")]
     pub licensee: String,
-    /// `--tier`.
+    /// tier.
+    #[arg(long, value_name = "T", default_value = "DEVELOPER")]
     pub tier: String,
-    /// `--packs` globs.
+    /// Pack id globs (repeatable, or comma-separated).
+    #[arg(long, value_name = "GLOB")]
     pub packs: Vec<String>,
-    /// `--solvers` globs.
+    /// Solver globs (repeatable, or comma-separated).
+    #[arg(long, value_name = "GLOB")]
     pub solvers: Vec<String>,
-    /// `--features`.
+    /// Features (repeatable, or comma-separated).
+    #[arg(long, value_name = "F")]
     pub features: Vec<String>,
-    /// `--not-before` (default: now, to the second).
+    /// Start of validity (RFC 3339; default now).
+    #[arg(long, value_name = "TIME")]
     pub not_before: Option<String>,
-    /// `--days` from `not_before` (default 365; not with `--not-after`).
+    /// Days of validity from not_before (default 365).
+    #[arg(long, value_name = "N", conflicts_with = "not_after")]
     pub days: Option<u32>,
-    /// `--not-after`.
+    /// End of validity (RFC 3339).
+    #[arg(long, value_name = "TIME")]
     pub not_after: Option<String>,
-    /// `--out`.
+    /// Where to write the license.
+    #[arg(long, value_name = "FILE")]
     pub out: PathBuf,
 }
 

@@ -11,7 +11,7 @@ use crate::atomic::write_atomic;
 use crate::canonical;
 use crate::container::{self, PackError};
 use crate::crypto::sha256_hex;
-use crate::license::VerifiedLicense;
+use crate::license::{LicenseError, VerifiedLicense};
 use crate::playbook::{self, PlaybookError, MAX_PLAYBOOK_BYTES};
 use crate::program::Program;
 use crate::rules::{declarations, is_snake_case, CustomRule};
@@ -122,6 +122,20 @@ pub fn compile_in_memory(
     name: &str,
     entitlement: Entitlement<'_>,
 ) -> Result<CompiledPlaybook, Error> {
+    compile_in_memory_as(bytes, name, entitlement)
+}
+
+/// [`compile_in_memory`] into any error that holds the two kinds a compile
+/// raises (a policy test's subject error keeps them without the root
+/// [`Error`], which holds policy test errors).
+pub(crate) fn compile_in_memory_as<E>(
+    bytes: &[u8],
+    name: &str,
+    entitlement: Entitlement<'_>,
+) -> Result<CompiledPlaybook, E>
+where
+    E: From<PlaybookError> + From<LicenseError>,
+{
     let document = playbook::parse_document(bytes, name)?;
     let doc = document.doc;
     let pack_id = playbook::pack_id(&doc, name)?.to_string();

@@ -128,7 +128,7 @@ impl<'a> SealedPack<'a> {
 
     /// Decrypts with `key` and `<pack_id>:<license_id>` as associated data,
     /// then checks the plaintext digest (SPEC §5 steps 4 and 5).
-    pub fn open(
+    pub(crate) fn open(
         &self,
         key: &PackKey,
         license_id: &str,
@@ -148,12 +148,12 @@ impl<'a> SealedPack<'a> {
 }
 
 /// `"<pack_id>:<license_id>"`, the associated data of SPEC §3.
-pub fn associated_data(pack_id: &str, license_id: &str) -> String {
+pub(crate) fn associated_data(pack_id: &str, license_id: &str) -> String {
     format!("{pack_id}:{license_id}")
 }
 
 /// Builds the bytes of a pack around `plaintext` with a fresh random nonce.
-pub fn seal(
+pub(crate) fn seal(
     pack_id: &str,
     license_id: &str,
     key: &PackKey,
@@ -164,8 +164,10 @@ pub fn seal(
     seal_with_nonce(pack_id, license_id, key, plaintext, nonce)
 }
 
-/// As [`seal`], with a given nonce (tests and reproducible fixtures only).
-pub fn seal_with_nonce(
+/// As [`seal`], with a given nonce: a nonce must never be used twice under
+/// one key, so only [`seal`] and the fixed-key fixtures of `fuzzing` and
+/// `testing` call it.
+pub(crate) fn seal_with_nonce(
     pack_id: &str,
     license_id: &str,
     key: &PackKey,
@@ -200,7 +202,7 @@ pub fn seal_with_nonce(
 }
 
 /// Reads a pack file, refusing one over [`MAX_PACK_BYTES`] before reading it whole.
-pub fn read_pack_file(path: &Path) -> Result<Vec<u8>, PackError> {
+pub(crate) fn read_pack_file(path: &Path) -> Result<Vec<u8>, PackError> {
     let name = path.display();
     crate::capped::read_regular_file_capped(path, MAX_PACK_BYTES).map_err(|e| match e {
         crate::capped::CappedError::Io(e) if crate::capped::is_exhaustion(&e) => {

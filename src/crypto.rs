@@ -1,6 +1,7 @@
 //! Cryptographic primitives: SHA-256, the HKDF pack key, AES-256-GCM and
 //! randomness. Keys live in zeroizing buffers; nothing here reads files or
-//! knows about licenses.
+//! knows about licenses. Crate-internal: a key reaches the outside only as
+//! a license's content key, and tests reach these through `testing`.
 
 use aes_gcm::aead::{Aead, KeyInit, Payload};
 use aes_gcm::{Aes256Gcm, Nonce};
@@ -9,43 +10,43 @@ use sha2::{Digest, Sha256};
 use zeroize::Zeroizing;
 
 /// HKDF `info` for the pack key (SPEC §3).
-pub const PACK_KEY_INFO: &[u8] = b"helixor.hxpack.v1";
+pub(crate) const PACK_KEY_INFO: &[u8] = b"helixor.hxpack.v1";
 
 /// SHA-256 of `data`.
-pub fn sha256(data: &[u8]) -> [u8; 32] {
+pub(crate) fn sha256(data: &[u8]) -> [u8; 32] {
     Sha256::digest(data).into()
 }
 
 /// Lower-case hex SHA-256 of `data`.
-pub fn sha256_hex(data: &[u8]) -> String {
+pub(crate) fn sha256_hex(data: &[u8]) -> String {
     hex::encode(sha256(data))
 }
 
 /// A license's 32-byte content key; wiped from memory when dropped and
 /// never printed (its `Debug` is redacted).
 #[derive(Clone)]
-pub struct ContentKey(Zeroizing<[u8; 32]>);
+pub(crate) struct ContentKey(Zeroizing<[u8; 32]>);
 
 impl ContentKey {
     /// Wraps raw key bytes.
-    pub fn from_bytes(bytes: [u8; 32]) -> Self {
+    pub(crate) fn from_bytes(bytes: [u8; 32]) -> Self {
         Self(Zeroizing::new(bytes))
     }
 
     /// A fresh random key.
-    pub fn generate() -> Result<Self, getrandom::Error> {
+    pub(crate) fn generate() -> Result<Self, getrandom::Error> {
         let mut k = Zeroizing::new([0u8; 32]);
         getrandom::getrandom(k.as_mut())?;
         Ok(Self(k))
     }
 
     /// The raw bytes (for the license issuer only).
-    pub fn as_bytes(&self) -> &[u8; 32] {
+    pub(crate) fn as_bytes(&self) -> &[u8; 32] {
         &self.0
     }
 
     /// The AES-256 key for packs: HKDF-SHA256, no salt, info `helixor.hxpack.v1`.
-    pub fn pack_key(&self) -> PackKey {
+    pub(crate) fn pack_key(&self) -> PackKey {
         let hk = Hkdf::<Sha256>::new(None, self.0.as_ref());
         let mut okm = Zeroizing::new([0u8; 32]);
         // 32 bytes is far below HKDF-SHA256's 8160-byte maximum, so expand cannot fail.
@@ -61,7 +62,7 @@ impl std::fmt::Debug for ContentKey {
 }
 
 /// The derived AES-256-GCM key of a license's packs; zeroized on drop.
-pub struct PackKey(Zeroizing<[u8; 32]>);
+pub(crate) struct PackKey(Zeroizing<[u8; 32]>);
 
 impl std::fmt::Debug for PackKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -71,7 +72,7 @@ impl std::fmt::Debug for PackKey {
 
 /// AEAD failure: wrong key, wrong associated data or altered bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct AeadError;
+pub(crate) struct AeadError;
 
 impl PackKey {
     fn cipher(&self) -> Aes256Gcm {
@@ -79,7 +80,7 @@ impl PackKey {
     }
 
     /// Encrypts `plaintext`; returns the ciphertext with its 16-byte tag appended.
-    pub fn seal(
+    pub(crate) fn seal(
         &self,
         nonce: &[u8; 12],
         aad: &[u8],
@@ -97,7 +98,7 @@ impl PackKey {
     }
 
     /// Decrypts and authenticates `ciphertext` (tag at its end) into a zeroizing buffer.
-    pub fn open(
+    pub(crate) fn open(
         &self,
         nonce: &[u8; 12],
         aad: &[u8],
@@ -117,7 +118,7 @@ impl PackKey {
 }
 
 /// `N` bytes from the operating system's random source.
-pub fn random_bytes<const N: usize>() -> Result<[u8; N], getrandom::Error> {
+pub(crate) fn random_bytes<const N: usize>() -> Result<[u8; N], getrandom::Error> {
     let mut b = [0u8; N];
     getrandom::getrandom(&mut b)?;
     Ok(b)

@@ -1,6 +1,8 @@
 //! Fuzz harnesses (issue 12): one function per target, run by the AFL
 //! binaries of `fuzz/` and replayed over `fuzz/corpus/` and
-//! `fuzz/regressions/` by `tests/fuzz_replay.rs`.
+//! `fuzz/regressions/` by `tests/it/fuzz_replay.rs`. Only with the cargo
+//! feature `testing`: the harnesses sign a license with a fixed issuer key
+//! and seal packs with a fixed content key and nonce.
 //!
 //! Every harness takes arbitrary bytes and returns normally on any input;
 //! it panics only when an invariant of the code under test breaks, which is
@@ -16,8 +18,7 @@ use crate::license::{
     IssuerKeys, License, LicenseError, VerifiedLicense, FEATURE_CUSTOM_COMPILATION, LICENSE_FORMAT,
 };
 use crate::pack::load_pack;
-use crate::playbook::{parse_document, PlaybookError};
-use crate::rules::check_declarations;
+use crate::playbook::PlaybookError;
 use crate::{Error, Evaluator};
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine as _;
@@ -27,9 +28,9 @@ use std::sync::OnceLock;
 use time::OffsetDateTime;
 
 /// The issuer key id of the harnesses' fixed signing key.
-pub const ISSUER_KEY_ID: &str = "fuzz-issuer";
+const ISSUER_KEY_ID: &str = "fuzz-issuer";
 /// The license id of [`fixture_license`].
-pub const LICENSE_ID: &str = "lic_fuzz_0001";
+const LICENSE_ID: &str = "lic_fuzz_0001";
 
 /// A text with PII of several kinds, evaluated by packs that load.
 const PROBE_TEXT: &str = "Mail jane.doe@example.com or call (415) 555-0123; \
@@ -70,21 +71,16 @@ fn signing_key() -> SigningKey {
 }
 
 /// The trusted issuer keys that hold the fixed signing key's public half.
-pub fn issuer_keys() -> IssuerKeys {
+fn issuer_keys() -> IssuerKeys {
     IssuerKeys::from_keys(
         [(ISSUER_KEY_ID.to_string(), signing_key().verifying_key())],
         "fuzz fixture",
     )
 }
 
-/// The public half of the fixed issuer key, base64 (an issuer-keys file's content).
-pub fn issuer_public_key_b64() -> String {
-    B64.encode(signing_key().verifying_key().to_bytes())
-}
-
 /// `obj` signed as an issuer signs a license: the canonical JSON of every
 /// field but `signature`, which is then set.
-pub fn sign_object(mut obj: Map<String, Value>) -> Option<Map<String, Value>> {
+fn sign_object(mut obj: Map<String, Value>) -> Option<Map<String, Value>> {
     obj.remove("signature");
     let message = canonical::to_string(&Value::Object(obj.clone())).ok()?;
     let sig = signing_key().sign(message.as_bytes());
@@ -93,7 +89,8 @@ pub fn sign_object(mut obj: Map<String, Value>) -> Option<Map<String, Value>> {
 }
 
 /// The JSON of the license every harness that needs one uses: a fixed
-/// content key, every pack and solver allowed, signed by [`issuer_keys`].
+/// content key, every pack and solver allowed, signed by the harnesses'
+/// fixed issuer key.
 pub fn fixture_license_json() -> String {
     let obj = json!({
         "format": LICENSE_FORMAT,
@@ -116,8 +113,8 @@ pub fn fixture_license_json() -> String {
     signed.map_or_else(String::new, |v| v.to_string())
 }
 
-/// [`fixture_license_json`], verified with [`issuer_keys`] at the harnesses'
-/// fixed clock (inside its window).
+/// [`fixture_license_json`], verified with the fixed issuer key at the
+/// harnesses' fixed clock (inside its window).
 pub fn fixture_license() -> &'static VerifiedLicense {
     static LICENSE: OnceLock<VerifiedLicense> = OnceLock::new();
     LICENSE.get_or_init(|| {
@@ -477,12 +474,7 @@ fn stream_evaluators() -> &'static [Evaluator; 2] {
     static EVALUATORS: OnceLock<[Evaluator; 2]> = OnceLock::new();
     EVALUATORS.get_or_init(|| {
         let build = |yaml: &str| {
-            let doc = parse_document(yaml.as_bytes(), "fuzz")
-                .unwrap_or_else(|e| broken(format!("a stream fixture does not parse: {e}")))
-                .doc;
-            let rules = check_declarations(&doc, "fuzz")
-                .unwrap_or_else(|e| broken(format!("a stream fixture is refused: {e}")));
-            Evaluator::new("fuzz.stream.v1", "1", &rules)
+            crate::testing::rules_evaluator("fuzz.stream.v1", "1", yaml)
                 .unwrap_or_else(|e| broken(format!("a stream fixture does not build: {e}")))
         };
         [build("pack_id: fuzz.builtin.v1\n"), build(PROBE_RULES)]

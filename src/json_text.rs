@@ -31,6 +31,7 @@
 //! client sent, so the upstream reads the same document with only the
 //! redacted strings changed.
 
+use crate::redacted::Redacted;
 use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 use std::borrow::Cow;
@@ -69,8 +70,9 @@ pub enum BodyError {
     },
 }
 
-/// One string value of a JSON body.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One string value of a JSON body. Its `Debug` shows where it is and its
+/// size, never the payload's text or keys.
+#[derive(Clone, PartialEq, Eq)]
 pub struct StrValue<'a> {
     /// The literal's bytes in the body, quotes included.
     pub span: Range<usize>,
@@ -84,13 +86,36 @@ pub struct StrValue<'a> {
     pub root_key: Option<Cow<'a, str>>,
 }
 
-/// A body, read.
-#[derive(Debug, Clone, PartialEq, Eq)]
+impl std::fmt::Debug for StrValue<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StrValue")
+            .field("span", &self.span)
+            .field("text", &Redacted::of(self.text.as_bytes()))
+            .field("depth", &self.depth)
+            .field(
+                "root_key",
+                &self.root_key.as_ref().map(|k| Redacted::of(k.as_bytes())),
+            )
+            .finish()
+    }
+}
+
+/// A body, read. Its `Debug` never shows the payload.
+#[derive(Clone, PartialEq, Eq)]
 pub enum Body<'a> {
     /// A JSON body's string values, in document order.
     Json(Vec<StrValue<'a>>),
     /// A body that is not JSON: one text.
     Text(&'a str),
+}
+
+impl std::fmt::Debug for Body<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Json(values) => f.debug_tuple("Json").field(values).finish(),
+            Self::Text(t) => f.debug_tuple("Text").field(&Redacted::of(t)).finish(),
+        }
+    }
 }
 
 /// Reads `bytes` as SPEC §12.4 says (see the module doc); at most

@@ -6,10 +6,11 @@
 //! five noted at their declaration:
 //!
 //! - foundations: error names and exit codes ([`ErrorName`], [`Named`]),
-//!   canonical JSON ([`canonical_json`]), keys and AEAD ([`ContentKey`],
-//!   [`PackKey`]), the `.hxpack` layout ([`SealedPack`], [`seal`],
-//!   [`PackError`]); size-capped reads, license globs and atomic file
-//!   writes are crate-internal;
+//!   canonical JSON ([`canonical_json`]), the `.hxpack` header
+//!   ([`SealedPack`], [`PackError`]); keys, AEAD, sealing and opening are
+//!   crate-internal (a pack is sealed for, and opened with, a
+//!   [`VerifiedLicense`] only), as are size-capped reads, license globs and
+//!   atomic file writes;
 //! - licenses (SPEC §2): parsing, the validity window and entitlements
 //!   ([`License`]), verification ([`VerifiedLicense`], the only kind that
 //!   opens or seals a pack), trusted keys ([`IssuerKeys`]), the lookup order
@@ -29,11 +30,19 @@
 //!   [`LoadedPack`];
 //! - policy tests (`*.test.yaml`, SPEC §13) and the `{text, pack_id}`
 //!   evaluation request are crate-internal, reached through [`commands`] and
-//!   [`server`] (their errors: [`PolicyTestError`], [`Error`]);
+//!   [`server`] (their errors: [`PolicyTestError`], whose subject's error
+//!   is a [`SubjectError`] of the layers below, and [`Error`], the root,
+//!   which holds every layer's and wraps nothing that wraps it);
 //! - [`commands`]: the `helixor-pack` subcommands (the binary only parses flags);
 //! - [`server`]: serve mode (SPEC §9): configuration, generations, hot reload, the HTTP API;
 //! - [`catalog`]: catalog packs (SPEC §14): a vendor's catalog server that
 //!   seals its playbooks per license, and the `download-pack` client.
+//!
+//! With the cargo feature `testing` (off by default, never in a shipped
+//! build; the crate's own tests and benches and the fuzz crate turn it on),
+//! two more modules: `fuzzing`, the fuzz harnesses over fixed keys, nonce
+//! and clock, and `testing`, sealing and opening over a raw content key and
+//! evaluators straight from YAML.
 
 mod atomic;
 mod builtins;
@@ -41,11 +50,11 @@ mod canonical;
 mod capped;
 // Public: `catalog serve` and `download-pack` are two programs in one
 // module (`catalog::server`, `catalog::client`), each with its own
-// `serve`, `router` and `ROUTES`; the binary and tests/catalog.rs name them
+// `serve`, `router` and `ROUTES`; the binary and tests/it/catalog.rs name them
 // by those paths, which would collide with serve mode's at the root.
 pub mod catalog;
 // Public: the validators are named by `checksum:` in playbooks, and the
-// python-stdnum oracle test (tests/checksum_oracle.rs) checks each one.
+// python-stdnum oracle test (tests/it/checksum_oracle.rs) checks each one.
 pub mod checksum;
 // Public: one function per subcommand, named after it (`compile`, `run`,
 // `test`, `inspect`…); at the root those names would not say what they do.
@@ -57,7 +66,9 @@ mod crypto;
 mod declared;
 mod engine;
 mod error;
-#[doc(hidden)]
+// Only with the `testing` feature (and in the unit tests): the fuzz
+// harnesses sign licenses and seal packs with fixed keys and a fixed nonce.
+#[cfg(any(test, feature = "testing"))]
 pub mod fuzzing;
 mod glob;
 mod json_text;
@@ -72,6 +83,7 @@ pub mod pattern;
 mod playbook;
 mod policy_test;
 mod program;
+mod redacted;
 mod request;
 mod rules;
 // Public: the serve-mode tests build configurations, generations and
@@ -79,11 +91,15 @@ mod rules;
 // and the deployment (`server::config`, `server::generation::Snapshot`,
 // `server::routes::ROUTES`, `server::ext_proc`).
 pub mod server;
+// Only with the `testing` feature (and in the unit tests): sealing and
+// opening over a raw content key, for the tests of the container and of the
+// load-time checks, and evaluators straight from YAML.
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
 
 // Foundations (SPEC §1, §3, §4.3).
 pub use canonical::{to_string as canonical_json, NotFinite};
-pub use container::{seal, seal_with_nonce, PackError, SealedPack};
-pub use crypto::{sha256_hex, AeadError, ContentKey, PackKey};
+pub use container::{PackError, SealedPack};
 pub use error::{Cause, ErrorName, Named};
 
 // Licenses (SPEC §2).
@@ -112,7 +128,7 @@ pub use engine::{
 pub use pack::{load_pack, load_pack_file, LoadedPack, RuleSummary};
 
 // Policy tests (SPEC §13), driven by `commands::test`.
-pub use policy_test::PolicyTestError;
+pub use policy_test::{PolicyTestError, SubjectError};
 
 /// Any error the tool or the runtime reports, by layer.
 #[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]

@@ -247,41 +247,7 @@ enum LicenseCommand {
         out: PathBuf,
     },
     /// Sign a license with a fresh random content key.
-    Issue {
-        /// The issuer's secret key file (ID.key).
-        #[arg(long, value_name = "KEYFILE")]
-        issuer_key: PathBuf,
-        /// license_id.
-        #[arg(long, value_name = "ID")]
-        license_id: String,
-        /// licensee.
-        #[arg(long, value_name = "NAME")]
-        licensee: String,
-        /// tier.
-        #[arg(long, value_name = "T", default_value = "DEVELOPER")]
-        tier: String,
-        /// Pack id globs (repeatable, or comma-separated).
-        #[arg(long, value_name = "GLOB")]
-        packs: Vec<String>,
-        /// Solver globs (repeatable, or comma-separated).
-        #[arg(long, value_name = "GLOB")]
-        solvers: Vec<String>,
-        /// Features (repeatable, or comma-separated).
-        #[arg(long, value_name = "F")]
-        features: Vec<String>,
-        /// Start of validity (RFC 3339; default now).
-        #[arg(long, value_name = "TIME")]
-        not_before: Option<String>,
-        /// Days of validity from not_before (default 365).
-        #[arg(long, value_name = "N", conflicts_with = "not_after")]
-        days: Option<u32>,
-        /// End of validity (RFC 3339).
-        #[arg(long, value_name = "TIME")]
-        not_after: Option<String>,
-        /// Where to write the license.
-        #[arg(long, value_name = "FILE")]
-        out: PathBuf,
-    },
+    Issue(IssueArgs),
 }
 
 /// `--max-holdback-chars`: a count of at least 1 (as `stream.max_holdback_chars`).
@@ -474,36 +440,8 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, Error> {
             command: LicenseCommand::Keygen { key_id, out: dir },
         } => commands::license_keygen(&key_id, &dir, &mut out),
         Command::License {
-            command:
-                LicenseCommand::Issue {
-                    issuer_key,
-                    license_id,
-                    licensee,
-                    tier,
-                    packs,
-                    solvers,
-                    features,
-                    not_before,
-                    days,
-                    not_after,
-                    out: out_path,
-                },
-        } => commands::license_issue(
-            &IssueArgs {
-                issuer_key,
-                license_id,
-                licensee,
-                tier,
-                packs,
-                solvers,
-                features,
-                not_before,
-                days,
-                not_after,
-                out: out_path,
-            },
-            &mut out,
-        ),
+            command: LicenseCommand::Issue(args),
+        } => commands::license_issue(&args, &mut out),
     }
 }
 

@@ -4,7 +4,7 @@
 
 use crate::container::{read_pack_file, PackError, SealedPack};
 use crate::engine::Evaluator;
-use crate::license::VerifiedLicense;
+use crate::license::{LicenseError, VerifiedLicense};
 use crate::playbook::{self, PlaybookError};
 use crate::program::Program;
 use crate::rules::{declarations, CustomRule};
@@ -25,8 +25,8 @@ pub struct RuleSummary {
     pub action: &'static str,
 }
 
-/// A pack that passed every load-time check, with its engine.
-#[derive(Debug)]
+/// A pack that passed every load-time check, with its engine. Its `Debug`
+/// shows the header's and the rules' names, never the plaintext.
 pub struct LoadedPack {
     /// The pack id (header and plaintext agree).
     pub pack_id: String,
@@ -55,15 +55,55 @@ pub struct LoadedPack {
     pub evaluator: Arc<Evaluator>,
 }
 
+impl std::fmt::Debug for LoadedPack {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LoadedPack")
+            .field("pack_id", &self.pack_id)
+            .field("version", &self.version)
+            .field("name", &self.name)
+            .field("sha256", &self.sha256)
+            .field("bytes", &self.bytes)
+            .field("source", &self.source)
+            .field("rules", &self.rules)
+            .field("solvers", &self.solvers)
+            .field("codons", &self.program.codons.len())
+            .field("hard_rules", &self.program.hard_rules.len())
+            .field("evaluator", &self.evaluator)
+            .finish_non_exhaustive()
+    }
+}
+
 /// Reads and loads the pack at `path` for `license` (already verified).
 pub fn load_pack_file(path: &Path, license: &VerifiedLicense) -> Result<LoadedPack, Error> {
-    let bytes = read_pack_file(path)?;
-    load_pack(&bytes, &path.display().to_string(), license)
+    load_pack_file_as(path, license)
 }
 
 /// Loads pack bytes for `license` (already verified and in its window):
 /// SPEC §5 steps 2 to 7.
 pub fn load_pack(bytes: &[u8], name: &str, license: &VerifiedLicense) -> Result<LoadedPack, Error> {
+    load_pack_as(bytes, name, license)
+}
+
+/// [`load_pack_file`] into any error that holds the three kinds a load
+/// raises (a policy test's subject error keeps them without the root
+/// [`Error`], which holds policy test errors).
+pub(crate) fn load_pack_file_as<E>(path: &Path, license: &VerifiedLicense) -> Result<LoadedPack, E>
+where
+    E: From<PackError> + From<LicenseError> + From<PlaybookError>,
+{
+    let bytes = read_pack_file(path)?;
+    load_pack_as(&bytes, &path.display().to_string(), license)
+}
+
+/// [`load_pack`] into any error that holds the three kinds a load raises.
+pub(crate) fn load_pack_as<E>(
+    bytes: &[u8],
+    name: &str,
+    license: &VerifiedLicense,
+) -> Result<LoadedPack, E>
+where
+    E: From<PackError> + From<LicenseError> + From<PlaybookError>,
+{
     let sealed = SealedPack::parse(bytes, name)?;
     license.check_pack(sealed.pack_id)?;
     let plain = sealed.open(&license.content_key().pack_key(), &license.license_id, name)?;

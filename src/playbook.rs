@@ -67,13 +67,24 @@ impl Named for PlaybookError {
     }
 }
 
-/// A parsed YAML document: the known keys, and the unknown ones that were dropped.
-#[derive(Debug, Clone)]
+/// A parsed YAML document: the known keys, and the unknown ones that were
+/// dropped. Its `Debug` names the keys, never their values (the rules'
+/// patterns).
+#[derive(Clone)]
 pub struct Document {
     /// The compiled playbook: known top-level keys only, as JSON.
     pub doc: Map<String, Value>,
     /// Unknown top-level keys, sorted (for the warning).
     pub unknown_keys: Vec<String>,
+}
+
+impl std::fmt::Debug for Document {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Document")
+            .field("keys", &self.doc.keys().collect::<Vec<_>>())
+            .field("unknown_keys", &self.unknown_keys)
+            .finish_non_exhaustive()
+    }
 }
 
 /// Parses YAML text into the JSON mapping at its root (SPEC §4.2 step 2, minus

@@ -872,7 +872,8 @@ struct HeldSegment {
 /// The view from the first look-alike of a word that has not mixed scripts
 /// yet: it changes if a later letter of the word is of another script, and
 /// is written as it is if the word ends first.
-#[derive(Debug, Default)]
+// No `Debug`: it holds payload text.
+#[derive(Default)]
 struct Held {
     segments: Vec<HeldSegment>,
     text: String,
@@ -974,7 +975,8 @@ impl Held {
 /// segment pushed so far, the last (open) segment held until the character
 /// after it shows that it is complete, and the segments from a look-alike
 /// held while its word may still mix scripts.
-#[derive(Debug, Default)]
+// No `Debug`: it holds payload text.
+#[derive(Default)]
 pub(crate) struct Normalizer {
     /// The open segment and its original offset.
     open: String,
@@ -1342,8 +1344,7 @@ impl Normalizer {
     }
 }
 
-/// The evasion view of a whole text and its map.
-#[derive(Debug)]
+/// The evasion view of a whole text and its map (no `Debug`: payload text).
 pub(crate) struct View {
     /// The normalized text rules run on.
     pub(crate) text: String,

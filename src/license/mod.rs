@@ -75,8 +75,9 @@ impl Named for LicenseError {
 /// A parsed license, not yet trusted: reading, entitlements and the
 /// window. Only [`License::verified`] (and [`License::load`] over it), which
 /// parse a license's bytes, verify its signature and check its window,
-/// yield the [`VerifiedLicense`] that opens or seals a pack.
-#[derive(Debug, Clone)]
+/// yield the [`VerifiedLicense`] that opens or seals a pack. Its `Debug`
+/// never shows the content key (nor the signed message, which holds it).
+#[derive(Clone)]
 pub struct License {
     /// Where it was read from (for messages).
     pub source: String,
@@ -104,6 +105,30 @@ pub struct License {
     signature: Vec<u8>,
     /// Canonical JSON of the signed fields; holds the content key, so zeroized.
     signed_message: Zeroizing<String>,
+}
+
+impl std::fmt::Debug for License {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("License")
+            .field("source", &self.source)
+            .field("license_id", &self.license_id)
+            .field("licensee", &self.licensee)
+            .field("tier", &self.tier)
+            .field("issued_at", &self.issued_at)
+            .field("not_before", &self.not_before)
+            .field("not_after", &self.not_after)
+            .field("licensed_packs", &self.licensed_packs)
+            .field("licensed_solvers", &self.licensed_solvers)
+            .field("features", &self.features)
+            .field("issuer_key_id", &self.issuer_key_id)
+            .field("content_key", &self.content_key)
+            .field("signature", &crate::redacted::Redacted::of(&self.signature))
+            .field(
+                "signed_message",
+                &crate::redacted::Redacted::of(self.signed_message.as_bytes()),
+            )
+            .finish()
+    }
 }
 
 /// Where a license is in its validity window.

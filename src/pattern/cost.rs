@@ -295,7 +295,8 @@ pub fn check(exact: &str, filter: Option<&str>) -> Result<CostReport, String> {
 }
 
 /// One pattern of a pack, as the pack check ([`check_pack`]) measures it.
-#[derive(Debug, Clone, Copy)]
+/// Its `Debug` shows sizes, never the pattern.
+#[derive(Clone, Copy)]
 pub struct PackPattern<'a> {
     /// Its exact form (as [`super::CompiledPattern::exact_src`]).
     pub exact: &'a str,
@@ -304,6 +305,16 @@ pub struct PackPattern<'a> {
     /// Bytes of which every match holds one (the engine's first pass rules
     /// the pattern out of a payload holding none of them).
     pub required: Option<&'a [u8]>,
+}
+
+impl std::fmt::Debug for PackPattern<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PackPattern")
+            .field("exact", &crate::redacted::Redacted::of(self.exact))
+            .field("filter", &self.filter.map(crate::redacted::Redacted::of))
+            .field("required", &self.required.map(<[u8]>::len))
+            .finish()
+    }
 }
 
 /// What the pack check measured on the probe text that cost the pack most.

@@ -12,12 +12,13 @@ pub mod report;
 pub use file::{Expect, ExpectedSeverity, Target, TestFile};
 
 use crate::compiler::{self, Entitlement};
+use crate::container::PackError;
 use crate::engine::{Decision, Evaluator};
 use crate::error::{ErrorName, Named};
 use crate::license::{LicenseArgs, LicenseError, VerifiedLicense};
-use crate::pack::{build_evaluator, load_pack_file};
+use crate::pack::{build_evaluator, load_pack_file_as};
+use crate::playbook::PlaybookError;
 use crate::program::Program;
-use crate::Error;
 use serde_json::{json, Value};
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -54,8 +55,43 @@ pub enum PolicyTestError {
         /// The test file.
         test_file: String,
         /// The error of its subject.
-        error: Box<Error>,
+        error: Box<SubjectError>,
     },
+}
+
+/// The error of a test file's subject, as the layer below that raised it:
+/// its license (`license:`, or the lookup order), its pack, or its
+/// playbook (compiled, or the pack's). Not the root [`crate::Error`], which
+/// holds [`PolicyTestError`]: the hierarchy has no cycle.
+#[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
+pub enum SubjectError {
+    /// The license of a `pack:` test file.
+    #[error(transparent)]
+    License(#[from] LicenseError),
+    /// A `pack:` file that does not load.
+    #[error(transparent)]
+    Pack(#[from] PackError),
+    /// A playbook, or a pack's playbook, that fails its checks.
+    #[error(transparent)]
+    Playbook(#[from] PlaybookError),
+}
+
+impl Named for SubjectError {
+    fn name(&self) -> ErrorName {
+        match self {
+            Self::License(e) => e.name(),
+            Self::Pack(e) => e.name(),
+            Self::Playbook(e) => e.name(),
+        }
+    }
+
+    fn problems(&self) -> &[String] {
+        match self {
+            Self::License(e) => e.problems(),
+            Self::Pack(e) => e.problems(),
+            Self::Playbook(e) => e.problems(),
+        }
+    }
 }
 
 crate::error::io_constructor!(PolicyTestError);
@@ -235,7 +271,7 @@ impl Loader {
         })
     }
 
-    fn build(&mut self, file: &TestFile) -> Result<Arc<Subject>, Error> {
+    fn build(&mut self, file: &TestFile) -> Result<Arc<Subject>, SubjectError> {
         let path = file.target.path();
         let key = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
         // A pack's license is part of what is tested: a cached pack is only
@@ -268,7 +304,7 @@ impl Loader {
                 issuer_keys,
             } => {
                 let license = self.license(license.as_deref(), issuer_keys.as_deref())?;
-                let loaded = load_pack_file(pack, &license)?;
+                let loaded = load_pack_file_as::<SubjectError>(pack, &license)?;
                 Subject {
                     path: pack.clone(),
                     kind: "pack",
@@ -284,10 +320,11 @@ impl Loader {
 
     /// `compile`'s checks in memory (SPEC §4.2 without the license), and the
     /// evaluator a pack of it would load to.
-    fn compile(&mut self, playbook: &Path) -> Result<Subject, Error> {
+    fn compile(&mut self, playbook: &Path) -> Result<Subject, SubjectError> {
         let name = playbook.display().to_string();
         let bytes = compiler::read_playbook(playbook)?;
-        let compiled = compiler::compile_in_memory(&bytes, &name, Entitlement::PolicyTest)?;
+        let compiled =
+            compiler::compile_in_memory_as::<SubjectError>(&bytes, &name, Entitlement::PolicyTest)?;
         self.warnings.extend(compiled.warnings.iter().cloned());
         let evaluator = build_evaluator(
             &compiled.pack_id,

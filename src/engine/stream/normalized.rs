@@ -18,7 +18,8 @@ use crate::engine::{write_regions, Evaluator, Region};
 /// look-alikes waits for a letter of another script or its end), so the core
 /// never sees a view character that could still change; the text it holds
 /// counts towards the hold-back limit like the core's.
-#[derive(Debug, Default)]
+// No `Debug`: it holds payload text.
+#[derive(Default)]
 pub(super) struct NormStream {
     normalizer: Normalizer,
     map: ViewMap,

@@ -55,7 +55,7 @@ enum InputType {
 }
 
 /// A call's fields that the service reads; every other field is ignored.
-#[derive(Debug)]
+/// No `Debug`: it holds the payload's texts.
 struct Call {
     input_type: InputType,
     texts: Vec<String>,
@@ -63,6 +63,24 @@ struct Call {
     /// Whether the call carries `structured_messages` rows (a redacted row
     /// goes back through them).
     has_rows: bool,
+}
+
+impl std::fmt::Debug for Call {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Call")
+            .field("input_type", &self.input_type)
+            .field(
+                "texts",
+                &self
+                    .texts
+                    .iter()
+                    .map(crate::redacted::Redacted::of)
+                    .collect::<Vec<_>>(),
+            )
+            .field("pack_id", &self.pack_id)
+            .field("has_rows", &self.has_rows)
+            .finish()
+    }
 }
 
 fn parse_call(body: &Value) -> Result<Call, String> {

@@ -21,24 +21,21 @@ pub(crate) trait BodyLimit {
 }
 
 /// The raw body, at most `limits.max_body_bytes` (any content type: the
-/// ext_authz route reads any method's body).
-#[derive(Debug)]
+/// ext_authz route reads any method's body). No `Debug` on the bodies of
+/// this module: they are payload.
 pub(crate) struct RawBody(pub Bytes);
 
 /// A JSON body (`Content-Type: application/json` or `…+json`), parsed
 /// strictly.
-#[derive(Debug)]
 pub(crate) struct JsonBody(pub Value);
 
 /// The bytes of a JSON body (`Content-Type: application/json` or
 /// `…+json`), not parsed yet: for a route that reads it with
 /// [`crate::json_text`].
-#[derive(Debug)]
 pub(crate) struct JsonBytes(pub Bytes);
 
 /// An evaluation body: [`EvaluateRequest`]'s fields, and the object's other
 /// fields for the route's own options.
-#[derive(Debug)]
 pub(crate) struct EvaluateBody {
     /// `text`, `pack_id`.
     pub request: EvaluateRequest,

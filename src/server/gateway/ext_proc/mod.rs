@@ -314,16 +314,16 @@ impl Mode {
     }
 }
 
-/// A body being received whole (a request, or a reply that is not a stream).
-#[derive(Debug, Default)]
+/// A body being received whole (a request, or a reply that is not a
+/// stream). No `Debug`: it holds the payload.
+#[derive(Default)]
 struct Whole {
     bytes: Vec<u8>,
     /// Chunks answered with an empty body so far (they go out at the end).
     held: bool,
 }
 
-/// What the reply is, once its headers are known.
-#[derive(Debug)]
+/// What the reply is, once its headers are known (no `Debug`: payload).
 enum Reply {
     /// Headers not seen yet, or a body that needs nothing (no body).
     Pending,
@@ -334,7 +334,6 @@ enum Reply {
 }
 
 /// One HTTP exchange: the pack it is judged with, and its bodies' state.
-#[derive(Debug)]
 pub struct Exchange {
     state: Arc<AppState>,
     /// Held for the whole exchange: one generation from start to end.
@@ -348,6 +347,28 @@ pub struct Exchange {
     /// Whether each body, by its `content-type`, must be strict JSON when
     /// it starts like JSON ([`declared_json`]): request, reply.
     declared_json: [bool; 2],
+}
+
+impl std::fmt::Debug for Exchange {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The bodies are payload: only their sizes and states.
+        let reply = match &self.reply {
+            Reply::Pending => "pending",
+            Reply::Whole(_) => "whole",
+            Reply::Stream(_) => "stream",
+            Reply::Done => "done",
+        };
+        f.debug_struct("Exchange")
+            .field("generation", &self.generation.as_ref().map(|g| g.number))
+            .field("pack_id", &self.ev.as_ref().map(|ev| ev.pack_id()))
+            .field("request_mode", &self.request_mode)
+            .field("response_mode", &self.response_mode)
+            .field("request_bytes", &self.request.bytes.len())
+            .field("reply", &reply)
+            .field("closed", &self.closed)
+            .field("declared_json", &self.declared_json)
+            .finish_non_exhaustive()
+    }
 }
 
 /// The decision that speaks for a passed request, sent upstream as
