@@ -294,19 +294,14 @@ impl Program {
     /// Whether the incremental stream engine runs this program as it runs
     /// the example pack's (SPEC §11.1): every codon's value is settled when
     /// its match is final (a group, a checksum, an entropy floor, a deny
-    /// list and a `context.before` window are; a `context.after` window is
-    /// not), every codon is read by exactly one hard rule,
+    /// list and a `context.before` window are) or once the `context.after`
+    /// code points after it have arrived (the session holds the value until
+    /// then), every codon is read by exactly one hard rule,
     /// and every hard rule is a disjunction of boolean tests (`is_true`,
     /// `any_true`), so it holds exactly when one of its codons matched and
     /// each match is redacted or blocks by that rule. Any other program is
     /// streamed whole (held, then judged at the end).
     pub fn streams_natively(&self) -> bool {
-        // A group's span and the text before a value are known when the
-        // match is final; the text after it is not.
-        let plain = self
-            .codons
-            .iter()
-            .all(|c| c.context.as_ref().is_none_or(|x| x.after == 0));
         let disjunctions = self
             .hard_rules
             .iter()
@@ -318,7 +313,7 @@ impl Program {
                 .count()
                 == 1
         });
-        plain && disjunctions && read_once
+        disjunctions && read_once
     }
 
     /// Resolves and checks one hard rule's condition against the codons.

@@ -741,6 +741,17 @@ impl Evaluator {
         }
     }
 
+    /// Code points after matcher `i`'s match that decide whether its value
+    /// counts: a codon's `context.after` window and the character after it
+    /// (a context word must not touch a word character); 0 for any other
+    /// matcher, whose value is settled with its match.
+    fn settles_after(&self, i: usize) -> usize {
+        i.checked_sub(self.rules.len())
+            .and_then(|c| self.program.codons.get(c))
+            .and_then(|c| c.context.as_ref())
+            .map_or(0, |x| if x.after == 0 { 0 } else { x.after + 1 })
+    }
+
     /// Code points of text a stream session keeps before its held text:
     /// the widest `context.before` of the codons, and one more for the
     /// word-character test at a context word's start.

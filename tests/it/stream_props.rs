@@ -76,6 +76,12 @@ fn token() -> impl Strategy<Value = String> {
         Just("key=wJalrXUtnFEMI/K7MDENG/bPxRfiCYzQ3kLm9Tq2".to_string()),
         Just("ghp_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa".to_string()),
         Just("aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY".to_string()),
+        // An account number decided by a word after it (`context.after`).
+        Just("12345678".to_string()),
+        Just("87654321 (acct)".to_string()),
+        Just("(acct)".to_string()),
+        Just("acct no".to_string()),
+        Just("accounts".to_string()),
         Just("x.yyy.z".to_string()),
         Just("@example.com and more".to_string()),
         "[a-z]{1,8}[.+]?[a-z]{0,4}@[a-z]{1,6}\\.(com|org|co\\.uk)\\.?",

@@ -43,7 +43,7 @@ use crate::engine::{Caches, Evaluator, Region, Severity};
 use regex_automata::hybrid::dfa::Cache as LazyCache;
 use regex_automata::hybrid::LazyStateID;
 use std::cmp::Reverse;
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, VecDeque};
 use std::sync::Arc;
 #[cfg(test)]
 use std::time::Duration;
@@ -82,6 +82,11 @@ pub(super) struct RuleState {
     /// and highest such start): a thread that reached a match state and
     /// then ended, or the rest of the text at the end of input.
     pub(super) dirty: Option<(usize, usize)>,
+    /// Final matches (absolute start and end) of a codon with a
+    /// `context.after` window whose text has not all arrived: whether each
+    /// value counts is decided once it has (or at the end of input), in
+    /// order, and the release waits before the first of them.
+    pub(super) awaiting: VecDeque<(usize, usize)>,
 }
 
 /// A committed match not yet released. Ordered as the §6.3 sweep takes
@@ -253,6 +258,7 @@ impl Core {
                     clears,
                     terminal: Vec::new(),
                     dirty: None,
+                    awaiting: VecDeque::new(),
                 })
                 .collect(),
             pending: BTreeSet::new(),
@@ -443,7 +449,13 @@ impl Core {
                 // Idle until now: settled up to the previous end.
                 st.p = from;
             }
-            if st.threads.is_empty() && st.deferred.is_none() && st.dirty.is_none() && has_dfa {
+            let waits = !st.awaiting.is_empty();
+            if st.threads.is_empty()
+                && st.deferred.is_none()
+                && st.dirty.is_none()
+                && has_dfa
+                && !waits
+            {
                 st.p = st.p.max(n);
                 continue;
             }
@@ -451,7 +463,7 @@ impl Core {
                 self.drop_terminal(i, live.0[i].as_mut());
             }
             let st = &mut self.rules[i];
-            if st.dirty.is_some() || !has_dfa {
+            if st.dirty.is_some() || !has_dfa || waits {
                 // The exact search looks from here: only this text needs
                 // the required bytes (not the text a live thread holds
                 // back, which would be scanned again at every push).
@@ -492,11 +504,15 @@ impl Core {
                 if live {
                     threaded.insert(i);
                 }
-                if live || st.dirty.is_some() || self.plan.rules[i].dfa.is_none() {
+                if live
+                    || st.dirty.is_some()
+                    || !st.awaiting.is_empty()
+                    || self.plan.rules[i].dfa.is_none()
+                {
                     still.insert(i);
                 }
                 if !eoi {
-                    q = q.min(self.earliest_live(i, n));
+                    q = q.min(self.hold_from(i, n));
                 }
             }
         }
@@ -528,6 +544,63 @@ impl Core {
         }
     }
 
+    /// Where rule `i` holds the release back from: its earliest live start,
+    /// or before, the first match whose value still waits for its context.
+    fn hold_from(&self, i: usize, n: usize) -> usize {
+        let live = self.earliest_live(i, n);
+        self.rules[i]
+            .awaiting
+            .front()
+            .map_or(live, |&(s, _)| live.min(s - self.dropped))
+    }
+
+    /// Decides, in order, the waiting values of rule `i` whose context has
+    /// arrived (all of them at the end of input); returns whether one that
+    /// counts is FATAL.
+    fn decide_awaiting(
+        &mut self,
+        ev: &Evaluator,
+        i: usize,
+        n: usize,
+        eoi: bool,
+        caches: &mut Caches,
+    ) -> bool {
+        let after = ev.settles_after(i);
+        let mut fatal = false;
+        while let Some(&(s, e)) = self.rules[i].awaiting.front() {
+            let (s, e) = (s - self.dropped, e - self.dropped);
+            if !eoi && self.buf[e..n].chars().take(after).count() < after {
+                break;
+            }
+            self.rules[i].awaiting.pop_front();
+            if let Some((vs, ve)) = ev.value_of(i, &self.buf[..n], s, e, caches) {
+                fatal |= self.record(ev, i, vs, ve);
+            }
+        }
+        fatal
+    }
+
+    /// Records a value of matcher `i` that counts (offsets in `buf`): it
+    /// waits for the release, goes to the decision, fires its slot; returns
+    /// whether that slot is FATAL.
+    fn record(&mut self, ev: &Evaluator, i: usize, vs: usize, ve: usize) -> bool {
+        let slot = self.plan.slot[i];
+        let (key, _) = ev.redaction_key(i);
+        let at = self.dropped;
+        self.pending.insert(Pending {
+            start: at + vs,
+            end: Reverse(at + ve),
+            key,
+            matcher: i,
+        });
+        let floor = (at + self.head, self.released_chars);
+        let ascii_from = self.last_non_ascii.map_or(0, |k| k + 1);
+        self.spans
+            .commit(i, (at + vs, at + ve), (&self.buf, at, ascii_from), floor);
+        self.fired[slot] = true;
+        self.plan.slots[slot].severity == Severity::Fatal
+    }
+
     /// Commits rule `i`'s settled matches; returns whether one is FATAL.
     #[allow(clippy::too_many_arguments)]
     fn commit(
@@ -540,7 +613,8 @@ impl Core {
         caches: &mut Caches,
         mut cache: Option<&mut LazyCache>,
     ) -> bool {
-        let mut fatal = false;
+        let mut fatal = self.decide_awaiting(ev, i, n, eoi, caches);
+        let waits = ev.settles_after(i) > 0;
         loop {
             let limit = if eoi { n } else { self.earliest_live(i, n) };
             let st = &self.rules[i];
@@ -568,22 +642,14 @@ impl Core {
                 mark(&mut st.dirty, st.p);
                 continue;
             }
-            if let Some((vs, ve)) = ev.value_of(i, &self.buf[..n], s, e, caches) {
-                let slot = self.plan.slot[i];
-                let (key, _) = ev.redaction_key(i);
+            if waits {
+                // Final as a match; whether its value counts waits for the
+                // text of its `context.after` window.
                 let at = self.dropped;
-                self.pending.insert(Pending {
-                    start: at + vs,
-                    end: Reverse(at + ve),
-                    key,
-                    matcher: i,
-                });
-                let floor = (at + self.head, self.released_chars);
-                let ascii_from = self.last_non_ascii.map_or(0, |k| k + 1);
-                self.spans
-                    .commit(i, (at + vs, at + ve), (&self.buf, at, ascii_from), floor);
-                self.fired[slot] = true;
-                fatal |= self.plan.slots[slot].severity == Severity::Fatal;
+                self.rules[i].awaiting.push_back((at + s, at + e));
+                fatal |= self.decide_awaiting(ev, i, n, eoi, caches);
+            } else if let Some((vs, ve)) = ev.value_of(i, &self.buf[..n], s, e, caches) {
+                fatal |= self.record(ev, i, vs, ve);
             }
             self.rules[i].p = e;
             if e > limit && !eoi {

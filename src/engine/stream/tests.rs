@@ -905,3 +905,41 @@ fn a_push_many_call_that_spends_the_budget_releases_nothing() {
     );
     assert_eq!(s.blocked().unwrap().action, COST_ACTION);
 }
+
+/// A codon whose value is decided by a word after it (`context.after`)
+/// streams incrementally: the session holds the value, and only it, until
+/// the window's text (and one more code point) has arrived, then releases
+/// it as it is or redacted; the end of input decides what still waits.
+#[test]
+fn a_context_after_window_holds_only_its_value() {
+    let yaml = "schema_version: 2\npack_id: t.after.v1\nversion: 1.0.0\ncodons:\n  - {code: ACCT, codon_type: extract_pattern, params: {pattern: '\\b[0-9]{8}\\b'}, context: {words: [acct], before: 0, after: 8}, binds_to: has_acct, remedy_template: '[ACCT]'}\nhard_rules:\n  - {id: R, condition: state.has_acct, action: redact_acct, severity: warning}\n";
+    let e = crate::compile_in_memory(yaml.as_bytes(), "t.yaml", crate::Entitlement::PolicyTest)
+        .unwrap()
+        .evaluator()
+        .unwrap();
+    assert!(e.native, "a context.after window streams incrementally");
+    let mut s = e.stream(StreamOptions::default());
+    assert_eq!(s.push("id 12345678").text, "id ");
+    // Eight code points after the value are not enough: a word could still
+    // end at the ninth and must not touch a word character after it.
+    assert_eq!(s.push(" (acct) ").text, "");
+    assert_eq!(s.push("x").text, "[ACCT] (acct) x");
+    // No word in the window: the value is released as it is.
+    assert_eq!(
+        s.push(" 87654321 nothing here").text,
+        " 87654321 nothing here"
+    );
+    // The end of input decides a value whose window is cut short.
+    assert_eq!(s.push(" 11223344 acct").text, " ");
+    assert_eq!(s.finish().text, "[ACCT] acct");
+    let text = "id 12345678 (acct) x 87654321 nothing here 11223344 acct";
+    let (d, whole) = (s.decision().unwrap(), e.evaluate(text));
+    assert_eq!(
+        whole.clean_text,
+        "id [ACCT] (acct) x 87654321 nothing here [ACCT] acct"
+    );
+    assert_eq!(
+        (d.action, d.receipt_hash),
+        (whole.action, whole.receipt_hash)
+    );
+}
