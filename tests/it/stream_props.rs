@@ -4,8 +4,10 @@
 //! flags and overlaps, and the evasions of SPEC §15, rounds 1 and 2, with
 //! and without `normalize: evasion`: a word of look-alikes that may still
 //! mix scripts is cut anywhere too) cut at random code points, one code
-//! point a piece included. `HELIXOR_STREAM_CASES` sets the number of cases (CI runs
-//! thousands).
+//! point a piece included; and random version-2 packs (random codons,
+//! checks, context windows before and after values, hard rules of every
+//! operator) on texts of their values. `HELIXOR_STREAM_CASES` sets the
+//! number of cases (CI runs thousands).
 
 use crate::support::{compiled_evaluator_file, rules_evaluator};
 use helixor::{Evaluator, Normalize, Severity, StreamOptions, PERMIT_ACTION};
@@ -407,4 +409,196 @@ fn context_windows_survive_dropped_released_text() {
         }
     }
     assert_eq!(checked, 96);
+}
+
+/// One codon of a random version-2 pack: its declaration (code, pattern,
+/// group and checks drawn at random) and its hard-rule fields.
+#[derive(Debug, Clone)]
+struct RandomCodon {
+    code: &'static str,
+    yaml: String,
+}
+
+/// A codon from a template with random checks: a context window before,
+/// after or around the value (or none), a checksum, an entropy floor, a
+/// deny list, a group.
+fn random_codon() -> impl Strategy<Value = RandomCodon> {
+    let context = prop_oneof![
+        2 => Just(String::new()),
+        3 => (0usize..14, 0usize..14).prop_map(|(b, a)| format!(
+            ", context: {{words: [acct, id no, '(ref)'], before: {b}, after: {a}}}"
+        )),
+    ];
+    (0usize..5, context, any::<bool>()).prop_map(|(k, context, check)| {
+        let (code, body) = match k {
+            0 => ("ACCT", "params: {pattern: '\\b[0-9]{8}\\b'}".to_string()),
+            1 => (
+                "CARD",
+                format!(
+                    "params: {{pattern: '\\b(?:[0-9][ -]?){{12,15}}[0-9]\\b'}}{}",
+                    if check { ", checksum: luhn" } else { "" }
+                ),
+            ),
+            2 => (
+                "KEY",
+                format!(
+                    "params: {{pattern: 'key=([A-Za-z0-9]{{8,16}})'{}}}",
+                    if check { ", group: 1" } else { "" }
+                ),
+            ),
+            3 => (
+                "TOK",
+                format!(
+                    "params: {{pattern: '\\btok_[a-z0-9]{{6,10}}\\b'}}{}",
+                    if check {
+                        ", min_entropy: 2.5, deny_list: [tok_abc123]"
+                    } else {
+                        ""
+                    }
+                ),
+            ),
+            _ => (
+                "IBAN",
+                format!(
+                    "params: {{pattern: '\\b[A-Z]{{2}}[0-9]{{2}}(?: ?[0-9]{{4}}){{4}}(?: ?[0-9]{{2}})?\\b'}}{}",
+                    if check { ", checksum: iban" } else { "" }
+                ),
+            ),
+        };
+        let low = code.to_lowercase();
+        RandomCodon {
+            code,
+            yaml: format!(
+                "  - {{code: {code}, codon_type: extract_pattern, {body}{context}, binds_to: has_{low}, matches_field: {low}_values, remedy_template: '[{code}]'}}\n"
+            ),
+        }
+    })
+}
+
+/// A random version-2 pack: two to four distinct codons, then hard rules
+/// over them. Mostly disjunctions that read each codon once (the
+/// incremental engine runs those), sometimes a conjunction or a count
+/// (held whole and judged at the end); severities at random.
+fn random_pack() -> impl Strategy<Value = String> {
+    (
+        prop::collection::vec(random_codon(), 2..5),
+        prop::collection::vec(any::<bool>(), 4),
+        0usize..5,
+    )
+        .prop_map(|(codons, fatal, shape)| {
+            let mut seen = std::collections::HashSet::new();
+            let codons: Vec<RandomCodon> =
+                codons.into_iter().filter(|c| seen.insert(c.code)).collect();
+            let has = |c: &RandomCodon| format!("state.has_{}", c.code.to_lowercase());
+            let sev = |k: usize| if fatal[k % 4] { "fatal" } else { "warning" };
+            let mut rules = String::new();
+            let mut rule = |k: usize, cond: String| {
+                rules.push_str(&format!(
+                    "  - {{id: R{k}, condition: '{cond}', action: act_{k}, severity: {}}}\n",
+                    sev(k)
+                ));
+            };
+            match (shape, codons.len()) {
+                (0, n) if n >= 2 => {
+                    rule(0, format!("{} and {}", has(&codons[0]), has(&codons[1])));
+                    for (k, c) in codons.iter().enumerate().skip(2) {
+                        rule(k, has(c));
+                    }
+                }
+                (1, _) => {
+                    let low = codons[0].code.to_lowercase();
+                    rule(0, format!("len(state.{low}_values) >= 2"));
+                    for (k, c) in codons.iter().enumerate().skip(1) {
+                        rule(k, has(c));
+                    }
+                }
+                _ => {
+                    // Disjunctions: codons split in two groups.
+                    let half = 1 + shape % (codons.len().max(2) - 1);
+                    let (a, b) = codons.split_at(half.min(codons.len()));
+                    for (k, group) in [a, b].iter().enumerate().filter(|(_, g)| !g.is_empty()) {
+                        rule(k, group.iter().map(has).collect::<Vec<_>>().join(" or "));
+                    }
+                }
+            }
+            let decls: String = codons.iter().map(|c| c.yaml.as_str()).collect();
+            format!(
+                "schema_version: 2\npack_id: random.v2.v1\nversion: 1.0.0\ncodons:\n{decls}hard_rules:\n{rules}"
+            )
+        })
+}
+
+/// Texts for the random packs: their values, near misses and context words.
+fn v2_text() -> impl Strategy<Value = String> {
+    let token = prop_oneof![
+        Just("12345678"),
+        Just("87654321"),
+        Just("4111 1111 1111 1111"),
+        Just("4111-1111-1111-1112"),
+        Just("key=AbC123dEf456gh"),
+        Just("key=zz"),
+        Just("tok_abc123"),
+        Just("tok_q8w7e6r5"),
+        Just("DE89 3704 0044 0532 0130 00"),
+        Just("DE88 3704 0044 0532 0130 00"),
+        Just("acct"),
+        Just("id no"),
+        Just("(ref)"),
+        Just("accts"),
+        Just("hello"),
+        Just("Überweisung"),
+    ];
+    let sep = prop_oneof![Just(" "), Just(", "), Just("\n"), Just(": "), Just("")];
+    prop::collection::vec((token, sep), 0..14)
+        .prop_map(|v| v.iter().map(|(t, s)| format!("{t}{s}")).collect())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases((cases() / 8).max(16)))]
+
+    /// SPEC §16.4 with §11.1 and §11.2: for random version-2 packs (random
+    /// codons, checks, context windows before and after values, hard rules
+    /// of every operator), a session cut anywhere releases only final text
+    /// (a prefix of W(T) for the text pushed so far and for the whole
+    /// text), blocks only on a FATAL trigger of the whole text, releases
+    /// exactly W(T) otherwise, and decides as `evaluate` on the whole text.
+    #[test]
+    fn random_version_2_packs_stream_as_they_evaluate(
+        pack in random_pack(), whole in v2_text(), sizes in cuts(), block in any::<bool>(),
+    ) {
+        let e = helixor::testing::compiled_evaluator(pack.as_bytes(), "random.yaml")
+            .map_err(|err| TestCaseError::fail(format!("{err}\n{pack}")))?;
+        let mut s = e.stream(StreamOptions { block_on_fatal: block, ..StreamOptions::default() });
+        let (mut released, mut pushed) = (String::new(), String::new());
+        let w_whole = e.redacted_text(&whole);
+        for piece in split(&whole, &sizes) {
+            released.push_str(&s.push(&piece).text);
+            pushed.push_str(&piece);
+            if s.blocked().is_none() {
+                for c in [&pushed, &whole] {
+                    let w = e.redacted_text(c);
+                    prop_assert!(w.starts_with(&released), "{:?} is not final: W({:?}) = {:?}\n{}", released, c, w, pack);
+                }
+            }
+        }
+        released.push_str(&s.finish().text);
+        let mut d = s.decision().unwrap();
+        let evaluated = e.evaluate(&whole);
+        let fatal = evaluated.triggers.iter().any(|t| t.severity == Severity::Fatal);
+        match s.blocked() {
+            Some(b) => {
+                prop_assert!(block && fatal, "blocked with {} on {:?}\n{}", b.action, whole, pack);
+                prop_assert!(w_whole.starts_with(&released));
+            }
+            None => {
+                prop_assert!(!(block && fatal), "FATAL {:?} never blocked\n{}", evaluated.action, pack);
+                prop_assert_eq!(&released, &w_whole, "{}", pack);
+            }
+        }
+        if evaluated.severity != Some(Severity::Fatal) {
+            d.clean_text = evaluated.clean_text.clone();
+        }
+        d.latency_us = evaluated.latency_us;
+        prop_assert_eq!(d, evaluated, "{}", pack);
+    }
 }
