@@ -1,4 +1,4 @@
-# helixor-pack container image (SPEC §10).
+# helixor-pack container image ([§10](docs/guides/kubernetes.md#s10)).
 #
 #   docker build -t helixor-pack:0.2.1 .
 #   docker run --rm --read-only -p 8080:8080 \

@@ -1,4 +1,4 @@
-//! Version-2 benchmarks (issue 22, SPEC §16): the example pack as a
+//! Version-2 benchmarks (issue 22, [§16](docs/codons.md#s16)): the example pack as a
 //! version-1 playbook against the same pack written as version 2 (its six
 //! codons and four hard rules declared by name) on the same payloads, and
 //! a version-2 pack of forty codons with checksums and context

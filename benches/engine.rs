@@ -1,7 +1,7 @@
 //! Engine benchmarks (issue 2): the example pack plus ten custom rules on
 //! clean ASCII, mixed-script, PII-dense and 64 KiB payloads. Run with
 //! `cargo bench --bench engine`; results and ratios go to BENCHMARKS.md.
-//! The `normalize_*` groups measure `normalize: evasion` (SPEC §15) against
+//! The `normalize_*` groups measure `normalize: evasion` ([§15](docs/evasion.md#s15)) against
 //! the reference semantics on the same payloads.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
@@ -27,12 +27,12 @@ rules:
   - {id: gift_card, type: luhn_checksum, pattern: '\b\d{4}-\d{4}-\d{4}\b', action: redact}
 "#;
 
-/// The PII line written to slip past matching as written (SPEC §15).
+/// The PII line written to slip past matching as written ([§15](docs/evasion.md#s15)).
 const EVASIVE: &str = "SSN １２３-４５-６７８９, card ٤١١١ ١١١١ ١١١١ ١١١١, MRN: 1234\u{200D}5678, \
 mail jane.doe＠example.com, call (212) 555-01\u{AD}99, ticket TCK-004211\u{301}. ";
 
 /// Prose in Cyrillic and Greek: single-script words full of letters that look
-/// Latin (SPEC §15 round 2 maps them only inside a word that mixes scripts).
+/// Latin ([§15](docs/evasion.md#s15) round 2 maps them only inside a word that mixes scripts).
 const CYRILLIC_GREEK: &str = "Ещё раз спасибо за помощь, встреча перенесена на пятницу. \
 Παρακαλώ στείλτε το έγγραφο μέχρι την Παρασκευή. Отчёт готов, проверьте его до обеда. ";
 
@@ -40,7 +40,7 @@ const CYRILLIC_GREEK: &str = "Ещё раз спасибо за помощь, в
 const DASHES: &str = "The release — planned for March — slipped by two weeks; pages 10–12 \
 cover the details. We will meet again — same room, same time — on Friday. ";
 
-/// The PII line written with the evasions of SPEC §15 round 2: Unicode dashes,
+/// The PII line written with the evasions of [§15](docs/evasion.md#s15) round 2: Unicode dashes,
 /// parenthesized and dingbat digits, a NUL, a mark after a space, look-alike
 /// letters inside words.
 const EVASIVE2: &str = "SSN 123\u{2010}45\u{2013}6789, SSN ⑴⑵⑶-⑷⑸-⑹⑺⑻⑼, SSN ❶❷❸-❹❺-❻❼❽❾, \
@@ -93,7 +93,7 @@ fn bench(c: &mut Criterion) {
         }),
     ];
     let evasive = fill(EVASIVE, 1024);
-    // SPEC §15 round 2: prose the view must look at without changing it,
+    // [§15](docs/evasion.md#s15) round 2: prose the view must look at without changing it,
     // prose it changes (dashes), and the round-2 evasions.
     let round2 = [
         ("cyrillic_greek_1k", fill(CYRILLIC_GREEK, 1024)),
@@ -122,7 +122,7 @@ fn bench(c: &mut Criterion) {
     }
     g.finish();
 
-    // SPEC §15: the same payloads, and PII written evasively, with and
+    // [§15](docs/evasion.md#s15): the same payloads, and PII written evasively, with and
     // without the evasion view.
     assert_eq!(e.evaluate(&evasive).action, "permit_clean_payload");
     assert_ne!(

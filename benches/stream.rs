@@ -32,7 +32,7 @@ The outage on the 3rd affected servers in two regions; 97.5% of requests were se
 You can follow the status page for updates, and our team lead, Jane Doe (jane.doe@example.com), \
 will follow up by Friday. Let me know if anything else is unclear. ";
 
-/// The same reply in several scripts (SPEC §15 round 2 looks at it word by
+/// The same reply in several scripts ([§15](docs/evasion.md#s15) round 2 looks at it word by
 /// word): Cyrillic and Greek words full of look-alikes, em dashes, an e-mail
 /// with a Cyrillic letter in it.
 const REPLY_MIXED: &str =
@@ -44,7 +44,7 @@ const REPLY_MIXED: &str =
 
 /// A reply dense with PII: one value (e-mail, phone, IPv4, ticket id, SSN,
 /// card, health record id, gift card) every ~250 bytes of prose (issue 27:
-/// the 3x of SPEC §11.1 must hold on such texts too, not only on `REPLY`).
+/// the 3x of [§11.1](docs/streaming.md#s11-1) must hold on such texts too, not only on `REPLY`).
 const DENSE: &str = "Following up on your request from this morning, I checked the account history and the billing notes, and the primary contact on file is maria.lopez@example.org, the address our system uses for renewal notices and invoices from now on. \
 When the migration finished, the escalation desk asked that any urgent question about the cut-over goes to the on-call line at (415) 555-0142 instead of the shared mailbox, which is read only twice a day by the team. \
 The failing health check in last night's report came from the host at 10.42.7.19, which had been taken out of the pool for maintenance but was still listed in the load balancer's configuration file. \
@@ -155,7 +155,7 @@ fn mean_holdback(e: &Evaluator, parts: &[&str], opts: StreamOptions) -> f64 {
 /// N-byte (or N-code-point) pieces, of the 1 MiB reply, then exit: for
 /// instruction counts under `valgrind --tool=callgrind` (subtract the
 /// `none` run's count) and CPU times (`scripts/stream-ratio.sh`).
-/// `HELIXOR_BENCH_NORMALIZE=evasion` runs both through the SPEC §15 view;
+/// `HELIXOR_BENCH_NORMALIZE=evasion` runs both through the [§15](docs/evasion.md#s15) view;
 /// `HELIXOR_BENCH_TEXT` and `HELIXOR_BENCH_BYTES` choose the text
 /// ([`bench_text`]); `HELIXOR_BENCH_REPLY=mixed` is `HELIXOR_BENCH_TEXT=mixed`.
 fn once() -> bool {

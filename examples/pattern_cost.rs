@@ -1,11 +1,11 @@
-//! SPEC §11.4 validation: the pattern cost check's verdict on patterns near
+//! [§11.4](docs/limits.md#s11-4) validation: the pattern cost check's verdict on patterns near
 //! its thresholds, and the engine's real time on 1 MiB adversarial texts
 //! (the check's own probe texts, scaled up). Accepted patterns must stay
 //! under 100 ms; refused ones are timed on smaller texts and extrapolated.
 //! Bypasses the check to build evaluators of refused patterns.
 //!
 //! Run: `cargo run --release --locked --example pattern_cost` (numbers in
-//! BENCHMARKS.md, "Pattern cost (§11.4)"); `-- --compile-only` prints
+//! BENCHMARKS.md, "Pattern cost ([§11.4](docs/limits.md#s11-4))"); `-- --compile-only` prints
 //! only what the check adds to compiling the shipped playbooks;
 //! `-- --non-ascii-only` stops after the table of patterns with `\b` on
 //! non-ASCII adversarial texts; `-- --per-match` prints only the cost per
@@ -119,7 +119,7 @@ fn describe(t: &str) -> String {
 }
 
 /// What the check adds to compiling the shipped playbooks: CPU time of the
-/// whole in-memory compile (every SPEC §4.2 check, the cost check included)
+/// whole in-memory compile (every [§4.2](docs/formats.md#s4-2) check, the cost check included)
 /// and of the cost check of its rules alone, best of twenty.
 fn compile_costs() {
     use helixor::{compile_in_memory, Entitlement};

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The cost of judging every string of a gateway body (issue 28, SPEC §12.4):
+# The cost of judging every string of a gateway body (issue 28, [§12.4](docs/gateways.md#s12-4)):
 # POST /envoy/ext_authz/... with a chat request that has no tool traffic,
 # and the same with an agent exchange (tool calls and a serialised tool
 # result), on several helixor-pack binaries in one run, interleaved round

@@ -30,7 +30,7 @@ cp "$tmpkeys/bench.pub" "$work/trusted/"
   --features custom_playbook_compilation --days 2 --out "$work/license.hxlic" >/dev/null
 for set in a b; do
   for pb in config/demo/playbooks/*.yaml; do
-    case $pb in *.test.yaml) continue ;; esac # policy tests (SPEC §13)
+    case $pb in *.test.yaml) continue ;; esac # policy tests ([§13](docs/policy-tests.md#s13))
     "$bin" compile --playbook "$pb" --license "$work/license.hxlic" --issuer-keys "$work/trusted" \
       --out "$work/packs-$set/$(basename "$pb" .yaml).hxpack" >/dev/null
   done

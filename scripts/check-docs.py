@@ -9,6 +9,12 @@ of one of its headings. Every line of docs/sections.tsv (`§N.M<TAB>docs/
 file.md#anchor`) must resolve the same way. Links inside fenced code blocks
 and inline code are not links. Exits 1 listing what is broken, else 0.
 
+The sources cite the reference by section as repository-relative links,
+`[§11.1](docs/streaming.md#s11-1)`: every such citation in src/, tests/,
+benches/, examples/, scripts/, config/, deploy/, packs/ and fuzz/ must
+resolve, and name the file and anchor docs/sections.tsv gives its section
+(or, for a section it does not list, its nearest listed parent).
+
 With `--spec PATH` (the behaviour contract, kept outside the repository),
 it also checks that every `§` heading of that file has its line in
 docs/sections.tsv.
@@ -173,9 +179,49 @@ def check_sections() -> list[str]:
     return broken
 
 
+CITATION = re.compile(r"\[§(\d+(?:\.\d+)?)\]\(([^)\s]+)\)")
+SOURCE_DIRS = ("src", "tests", "benches", "examples", "scripts", "config", "deploy", "packs", "fuzz")
+SOURCE_SUFFIXES = {".rs", ".py", ".sh", ".yaml", ".yml", ".toml", ".json", ""}
+
+
+def check_citations() -> list[str]:
+    tsv = ROOT / "docs" / "sections.tsv"
+    if not tsv.is_file():
+        return []
+    where = dict(l.split("\t") for l in tsv.read_text(encoding="utf-8").splitlines() if "\t" in l)
+    broken = []
+    for d in SOURCE_DIRS:
+        for f in sorted((ROOT / d).rglob("*")):
+            rel = f.relative_to(ROOT)
+            if not f.is_file() or f.suffix not in SOURCE_SUFFIXES or rel.parts[:2] in (
+                ("fuzz", "corpus"),
+                ("fuzz", "regressions"),
+            ) or "target" in rel.parts:
+                continue
+            try:
+                text = f.read_text(encoding="utf-8")
+            except (UnicodeDecodeError, OSError):
+                continue
+            if "[§" not in text:
+                continue
+            for n, line in enumerate(text.splitlines(), 1):
+                for m in CITATION.finditer(line):
+                    sec, target = "§" + m.group(1), m.group(2)
+                    want = sec
+                    while want not in where and "." in want:
+                        want = want.rsplit(".", 1)[0]
+                    if where.get(want) != target:
+                        broken.append(f"{rel}:{n}: {sec} links {target}, docs/sections.tsv says {where.get(want)}")
+                        continue
+                    why = check_target(ROOT / "x", target)
+                    if why:
+                        broken.append(f"{rel}:{n}: {why}")
+    return broken
+
+
 def main() -> int:
     args = sys.argv[1:]
-    broken = check_links() + check_sections()
+    broken = check_links() + check_sections() + check_citations()
     if args[:1] == ["--spec"] and len(args) == 2:
         broken += check_spec_coverage(Path(args[1]))
     elif args:

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Regenerates the python-stdnum oracle of the SPEC §16.2 validators
+# Regenerates the python-stdnum oracle of the [§16.2](docs/codons.md#s16-2) validators
 # (tests/checksum/cases.json, read by tests/it/checksum_oracle.rs) and the IBAN
 # registry (src/checksum/iban_registry.rs). Installs the pinned
 # python-stdnum once in a virtual environment under a cache folder it reuses

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Engine time of context words on dense candidates (issue 22, SPEC §11.4):
+# Engine time of context words on dense candidates (issue 22, [§11.4](docs/limits.md#s11-4)):
 # a version-2 codon `\b[A-Z0-9]{9}\b` with eight context words and windows
 # of 256 code points each way, on 1 MiB of nine-character tokens (100,000
 # candidates), without any context word near them and with one beside

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Detection quality of the curated packs (packs/*.yaml) against Microsoft
-Presidio (SPEC §16.5, issue 23 item 3). Run it through scripts/detection-bench,
+Presidio ([§16.5](docs/curated-packs.md#s16-5), issue 23 item 3). Run it through scripts/detection-bench,
 which installs the pinned python-stdnum and presidio-analyzer.
 
 Texts, from a fixed seed (scripts/detection_bench/gen.py): for every entity,

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Differential test of the engine (SPEC §6): `helixor-pack run --jsonl` on
+# Differential test of the engine ([§6](docs/evaluation.md#s6)): `helixor-pack run --jsonl` on
 # thousands of generated texts (multilingual words, PII hits and near
 # misses) against the independent Python model in tests/model/, for the
 # reference playbooks and a playbook of assorted custom rules; then the same
-# texts with `--normalize evasion` (SPEC §15), reporting which decisions
+# texts with `--normalize evasion` ([§15](docs/evasion.md#s15)), reporting which decisions
 # change and why (tests/model/evasion_diff.py).
 #   scripts/differential.sh [COUNT]   (default 5000 texts)
 set -euo pipefail
@@ -35,7 +35,7 @@ for pb in tests/fixtures/internal_ids.yaml tests/fixtures/order_notes.yaml \
   "$bin" run --pack "$work/p.hxpack" --license "$work/lic.hxlic" --issuer-keys "$work/trusted" \
     --jsonl --input "$work/texts.jsonl" > "$work/out.jsonl"
   "$py" tests/model/engine_model.py "$pb" "$work/texts.jsonl" "$work/out.jsonl" || status=1
-  # SPEC §15: the same texts through the evasion view; which decisions
+  # [§15](docs/evasion.md#s15): the same texts through the evasion view; which decisions
   # change and why, and none on a text the view leaves as it is.
   "$bin" run --pack "$work/p.hxpack" --license "$work/lic.hxlic" --issuer-keys "$work/trusted" \
     --jsonl --normalize evasion --input "$work/texts.jsonl" > "$work/evasion.jsonl"

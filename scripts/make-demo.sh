@@ -26,7 +26,7 @@ trap 'rm -rf "$tmp"' EXIT
 mkdir -p "$tmp/issuer-keys" "$tmp/packs"
 cp "$tmp/keys/$key_id.pub" "$tmp/issuer-keys/"
 for playbook in "$demo"/playbooks/*.yaml; do
-  case $playbook in *.test.yaml) continue ;; esac # policy tests (SPEC §13)
+  case $playbook in *.test.yaml) continue ;; esac # policy tests ([§13](docs/policy-tests.md#s13))
   name=$(basename "$playbook" .yaml)
   "$bin" compile --playbook "$playbook" --license "$tmp/license.hxlic" \
     --issuer-keys "$tmp/issuer-keys" --out "$tmp/packs/$name.hxpack"

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Engine time of every curated pack (packs/*.yaml, SPEC §16.5) on 1 MiB
+"""Engine time of every curated pack (packs/*.yaml, [§16.5](docs/curated-packs.md#s16-5)) on 1 MiB
 texts: text dense with the packs' own test values, and adversarial runs
 (digits, spaced digit groups, base64, upper-case alphanumerics, one letter).
 Each pack is compiled under a `compliance.*` id for the demo license into a

@@ -29,7 +29,7 @@ release() {
     --days 365 --out "deployment/..$1/license.hxlic" >/dev/null
   if [ "${3:-}" != license-only ]; then
     for p in "$playbooks"/*.yaml; do
-      case $p in *.test.yaml) continue ;; esac # policy tests (SPEC §13)
+      case $p in *.test.yaml) continue ;; esac # policy tests ([§13](docs/policy-tests.md#s13))
       "$bin" compile --playbook "$p" --license "deployment/..$1/license.hxlic" \
         --issuer-keys issuer-keys --out "deployment/..$1/packs/$(basename "$p" .yaml).hxpack" >/dev/null
     done
@@ -75,7 +75,7 @@ grep -q '^helixor_last_reload_successful 0' <<<"$metrics" || fail "metrics do no
 
 # 5. The other half arrives: packs recompiled for the 2028 license.
 for p in "$playbooks"/*.yaml; do
-  case $p in *.test.yaml) continue ;; esac # policy tests (SPEC §13)
+  case $p in *.test.yaml) continue ;; esac # policy tests ([§13](docs/policy-tests.md#s13))
   "$bin" compile --playbook "$p" --license deployment/..2028/license.hxlic \
     --issuer-keys issuer-keys --out "deployment/..2028/packs/$(basename "$p" .yaml).hxpack" >/dev/null
 done

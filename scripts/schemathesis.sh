@@ -26,7 +26,7 @@ addr=$(sed -n 's/^listening on //p' "$work/stdout")
 timeout 600 "$venv/bin/schemathesis" run openapi.yaml --url "http://$addr" \
   --checks all --max-examples 50 --seed 20261130 --request-timeout 5 --workers 2
 
-# The catalog (SPEC §14). Its packs need a genuine license, which random
+# The catalog ([§14](docs/catalog.md#s14)). Its packs need a genuine license, which random
 # bodies never are: every pack request is a documented 400/403/404/413/415,
 # and schemathesis warns that the operation only answered 403.
 kill "$pid" 2>/dev/null || true

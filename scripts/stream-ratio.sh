@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The cost of a stream session against one evaluation (issue 7, SPEC §11.1:
+# The cost of a stream session against one evaluation (issue 7, [§11.1](docs/streaming.md#s11-1):
 # 1 MiB in 16-byte pieces within 3x one evaluation), in CPU time, on a shared
 # machine whose load moves wall times by 20-50% between runs.
 #

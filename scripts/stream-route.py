@@ -78,7 +78,7 @@ class Server:
         self.port = free_port()
         self.dir = f"/tmp/stream-route-{os.getpid()}-{name}"
         os.makedirs(self.dir, exist_ok=True)
-        # The example pack alone: a "before" binary older than SPEC §16
+        # The example pack alone: a "before" binary older than [§16](docs/codons.md#s16)
         # refuses the demo's version-2 pack, as it should.
         packs = os.path.join(self.dir, "packs")
         os.makedirs(packs, exist_ok=True)

@@ -1,4 +1,4 @@
-//! The example pack's six codons and four hard rules (SPEC §6.1): the
+//! The example pack's six codons and four hard rules ([§6.1](docs/evaluation.md#s6-1)): the
 //! engine's table of them, and the reference declarations a playbook's
 //! `codons`/`hard_rules` entries must equal. Static data only.
 

@@ -1,4 +1,4 @@
-//! Canonical JSON (SPEC §1): byte-for-byte what Python's
+//! Canonical JSON ([§1](docs/formats.md#s1)): byte-for-byte what Python's
 //! `json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=…)`
 //! writes. Pure functions over `serde_json::Value`; no I/O.
 

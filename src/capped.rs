@@ -80,7 +80,7 @@ pub fn read_file_capped(path: &Path, cap: u64) -> Result<Vec<u8>, CappedError> {
 /// opened descriptor, so the file checked is the file read. A FIFO, a
 /// socket, a device or a directory is an [`CappedError::Io`] error of kind
 /// `InvalidInput` saying what it is, which callers report as the error of
-/// the file's kind. For the deployment's files (SPEC §9.1 Files): the
+/// the file's kind. For the deployment's files ([§9.1](docs/configuration.md#s9-1) Files): the
 /// license, issuer keys and packs.
 pub fn read_regular_file_capped(path: &Path, cap: u64) -> Result<Vec<u8>, CappedError> {
     use std::os::unix::fs::OpenOptionsExt;
@@ -119,7 +119,7 @@ mod tests {
         ));
     }
 
-    /// SPEC §9.1 Files: a FIFO is refused at once (no writer ever comes),
+    /// [§9.1](docs/configuration.md#s9-1) Files: a FIFO is refused at once (no writer ever comes),
     /// as is a directory or a device; a symlink to a regular file is read.
     #[test]
     fn only_regular_files_are_read_and_a_fifo_never_blocks() {

@@ -1,4 +1,4 @@
-//! Check-digit validators of SPEC §16.2: the `checksum` key of a
+//! Check-digit validators of [§16.2](docs/codons.md#s16-2): the `checksum` key of a
 //! version-2 codon. A [`Checksum`] is parsed once from the playbook
 //! ([`Checksum::from_yaml`]) and then judges candidate values
 //! ([`Checksum::check`]).
@@ -11,7 +11,7 @@
 //! spaces (U+0020), `-`, `.` and `/` removed. A compact form longer than 64
 //! characters, or holding a character the algorithm does not take (any
 //! non-ASCII character included), fails. Letters are case-insensitive
-//! except the `X` of `iso7064_mod11_2`, which SPEC wants upper case.
+//! except the `X` of `iso7064_mod11_2`, which [§16.2](docs/codons.md#s16-2) wants upper case.
 //! `python-stdnum` is the oracle: `scripts/checksum-oracle.sh` regenerates
 //! `tests/checksum/cases.json` and the IBAN registry.
 
@@ -28,7 +28,7 @@ pub const MAX_COMPACT_LEN: usize = 64;
 /// The most weights a weighted validator may have.
 pub const MAX_WEIGHTS: usize = 64;
 
-/// A check-digit validator of SPEC §16.2 (the `checksum` key of a codon).
+/// A check-digit validator of [§16.2](docs/codons.md#s16-2) (the `checksum` key of a codon).
 ///
 /// Every variant judges the value's compact form (see [`Checksum::check`]).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

@@ -1,4 +1,4 @@
-//! The `helixor-pack` subcommands (SPEC §8) as library functions over typed
+//! The `helixor-pack` subcommands ([§8](docs/cli.md#s8)) as library functions over typed
 //! options: the binary parses flags and calls these. Results go to the given
 //! writers: JSON or reports on `out`, warnings on `err`. Never prints a key,
 //! a pattern or a payload fragment beyond the decision itself (or, with
@@ -30,7 +30,7 @@ pub const MAX_RUN_INPUT_BYTES: u64 = 64 * 1024 * 1024;
 /// session's hold-back limit bounds the rest).
 pub const STREAM_READ_BYTES: usize = 64 * 1024;
 
-/// Exit code of `run --stream` when the session blocked (SPEC §4.3, §11.3).
+/// Exit code of `run --stream` when the session blocked ([§4.3](docs/errors.md#s4-3), [§11.3](docs/streaming.md#s11-3)).
 pub const STREAM_BLOCKED_EXIT: u8 = 6;
 
 fn write_out(out: &mut dyn Write, text: &str) -> Result<(), Error> {
@@ -56,7 +56,7 @@ fn json_pretty(v: &impl serde::Serialize) -> String {
     s
 }
 
-/// `compile`: SPEC §4.2 then §3.
+/// `compile`: [§4.2](docs/formats.md#s4-2) then [§3](docs/formats.md#s3).
 pub fn compile(
     playbook: &Path,
     lic: &LicenseArgs,
@@ -129,9 +129,9 @@ pub struct RunArgs {
     pub input: RunInput,
     /// `--jsonl`.
     pub jsonl: bool,
-    /// `--stream` with its session options (SPEC §11.3); `None` without it.
+    /// `--stream` with its session options ([§11.3](docs/streaming.md#s11-3)); `None` without it.
     pub stream: Option<StreamOptions>,
-    /// `--normalize` (SPEC §15): how every payload is matched.
+    /// `--normalize` ([§15](docs/evasion.md#s15)): how every payload is matched.
     pub normalize: Normalize,
 }
 
@@ -201,8 +201,8 @@ fn strip_one_newline(mut s: String) -> String {
     s
 }
 
-/// `run`: loads (SPEC §5) and prints decisions, or with `--stream` filters
-/// the input to stdout (SPEC §11.3; `Blocked: <reason>` on `err`). Returns
+/// `run`: loads ([§5](docs/formats.md#s5)) and prints decisions, or with `--stream` filters
+/// the input to stdout ([§11.3](docs/streaming.md#s11-3); `Blocked: <reason>` on `err`). Returns
 /// the exit code.
 pub fn run(
     args: &RunArgs,
@@ -262,7 +262,7 @@ pub fn run(
     Ok(0)
 }
 
-/// `run --stream` (SPEC §11.3): pushes whatever each read returns (a pipe's
+/// `run --stream` ([§11.3](docs/streaming.md#s11-3)): pushes whatever each read returns (a pipe's
 /// read returns as soon as it has data), decoding UTF-8 across reads, and
 /// writes every release at once. Nothing is written after a block, and held
 /// text is never printed.
@@ -362,7 +362,7 @@ fn line_error(name: ErrorName, message: &str) -> String {
 /// One `--jsonl` line to a decision, or the error of that line: a line that
 /// cannot be read (or names no pack while several are loaded) is an
 /// `InvalidRequestError`, one naming a pack that is not loaded a
-/// `PackNotFoundError` (SPEC §4.3).
+/// `PackNotFoundError` ([§4.3](docs/errors.md#s4-3)).
 fn jsonl_decision<'p>(
     line: &[u8],
     packs: &'p [LoadedPack],
@@ -469,7 +469,7 @@ pub fn inspect(
     as_json: bool,
     out: &mut dyn Write,
 ) -> Result<(), Error> {
-    // With a license, SPEC §5 order: the license is checked before the pack.
+    // With a license, [§5](docs/formats.md#s5) order: the license is checked before the pack.
     let license = match lic {
         Some(lic) => Some(lic.load(OffsetDateTime::now_utc())?),
         None => None,
@@ -499,7 +499,7 @@ pub fn inspect(
         report["actions"] = entry["actions"].clone();
         report["solvers"] = json!(pack.solvers);
         if pack.program.schema == crate::program::Schema::V2 {
-            // What a version-2 pack runs (SPEC §16); never a pattern.
+            // What a version-2 pack runs ([§16](docs/codons.md#s16)); never a pattern.
             report["schema_version"] = json!(2);
             report["codons"] = entry["codons"].clone();
             report["hard_rules"] = json!(pack
@@ -640,7 +640,7 @@ pub enum ManifestSource {
     Pack(PathBuf),
 }
 
-/// `manifest`: SPEC §7, to `out_file` or stdout.
+/// `manifest`: [§7](docs/formats.md#s7), to `out_file` or stdout.
 pub fn manifest(
     sources: &[ManifestSource],
     lic: &LicenseArgs,
@@ -695,7 +695,7 @@ pub fn manifest(
     }
 }
 
-/// Options of `test` (SPEC §13).
+/// Options of `test` ([§13](docs/policy-tests.md#s13)).
 #[derive(Debug, Clone, Default)]
 pub struct TestArgs {
     /// Test files and directories; none means `.`.
@@ -755,7 +755,7 @@ pub fn test(args: &TestArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result
     Ok(if failed == 0 { 0 } else { 1 })
 }
 
-/// `download-pack` (SPEC §14): downloads, checks (SPEC §5) and writes a
+/// `download-pack` ([§14](docs/catalog.md#s14)): downloads, checks ([§5](docs/formats.md#s5)) and writes a
 /// catalog pack, then prints what was written (text, or one JSON object).
 pub fn download_pack(
     req: &crate::catalog::client::DownloadRequest,
@@ -919,7 +919,7 @@ pub fn healthcheck(url: &str, err: &mut dyn Write) -> u8 {
     }
 }
 
-/// Renders an error as SPEC §4.3 prescribes, in text or as one JSON object.
+/// Renders an error as [§4.3](docs/errors.md#s4-3) prescribes, in text or as one JSON object.
 pub fn render_error(e: &(impl Named + std::fmt::Display), as_json: bool) -> String {
     if as_json {
         json_line(

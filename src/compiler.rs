@@ -1,11 +1,11 @@
-//! The compiler (SPEC §4.2): every compile-time check in order, then the
-//! playbook's canonical JSON is sealed (§3) and written atomically. The
+//! The compiler ([§4.2](docs/formats.md#s4-2)): every compile-time check in order, then the
+//! playbook's canonical JSON is sealed ([§3](docs/formats.md#s3)) and written atomically. The
 //! plaintext is never written to disk.
 //!
 //! Compiling and sealing are separate steps: [`compile_in_memory`] runs the
 //! checks and yields a [`CompiledPlaybook`], which [`CompiledPlaybook::seal`]
 //! seals for any number of licenses (the catalog compiles once at start-up
-//! and seals per request, SPEC §14).
+//! and seals per request, [§14](docs/catalog.md#s14)).
 
 use crate::atomic::write_atomic;
 use crate::canonical;
@@ -29,7 +29,7 @@ pub struct CompiledPlaybook {
     pub version: String,
     /// `name`, if a string.
     pub name: Option<String>,
-    /// The declared solver names (a license must allow each, SPEC §4.2 step 5).
+    /// The declared solver names (a license must allow each, [§4.2](docs/formats.md#s4-2) step 5).
     pub solvers: Vec<String>,
     /// The canonical JSON plaintext (zeroized on drop: it holds the patterns).
     pub plaintext: Zeroizing<Vec<u8>>,
@@ -38,9 +38,9 @@ pub struct CompiledPlaybook {
     /// Warnings for stderr (unknown keys, rule id style).
     pub warnings: Vec<String>,
     /// The validated custom rules with their compiled patterns, in file
-    /// order (what an evaluator is built from, SPEC §6.1).
+    /// order (what an evaluator is built from, [§6.1](docs/evaluation.md#s6-1)).
     pub rules: Vec<CustomRule>,
-    /// The codons and hard rules it runs (SPEC §6.1, §16).
+    /// The codons and hard rules it runs ([§6.1](docs/evaluation.md#s6-1), [§16](docs/codons.md#s16)).
     pub program: std::sync::Arc<Program>,
 }
 
@@ -59,8 +59,8 @@ impl std::fmt::Debug for CompiledPlaybook {
     }
 }
 
-/// Who may compile a playbook: the license checks of SPEC §4.2 (steps 4 and
-/// the solver half of 5), or none at all for a playbook under test (§13).
+/// Who may compile a playbook: the license checks of [§4.2](docs/formats.md#s4-2) (steps 4 and
+/// the solver half of 5), or none at all for a playbook under test ([§13](docs/policy-tests.md#s13)).
 #[derive(Debug, Clone, Copy)]
 pub enum Entitlement<'a> {
     /// `compile`: the license (already through step 1) must allow the pack
@@ -71,7 +71,7 @@ pub enum Entitlement<'a> {
     PolicyTest,
     /// `catalog serve`: every other check runs once, at start-up; the
     /// license's run per request, for the license the playbook is then
-    /// sealed for ([`CompiledPlaybook::seal`], SPEC §14).
+    /// sealed for ([`CompiledPlaybook::seal`], [§14](docs/catalog.md#s14)).
     PerLicense,
 }
 
@@ -106,7 +106,7 @@ pub fn read_playbook(path: &Path) -> Result<Vec<u8>, PlaybookError> {
     })
 }
 
-/// Steps 2 to 6 of SPEC §4.2 for a license that passed step 1.
+/// Steps 2 to 6 of [§4.2](docs/formats.md#s4-2) for a license that passed step 1.
 pub fn compile_playbook(
     bytes: &[u8],
     name: &str,
@@ -115,7 +115,7 @@ pub fn compile_playbook(
     compile_in_memory(bytes, name, Entitlement::License(license))
 }
 
-/// Steps 2 to 6 of SPEC §4.2, the license's steps as `entitlement` says,
+/// Steps 2 to 6 of [§4.2](docs/formats.md#s4-2), the license's steps as `entitlement` says,
 /// to the canonical plaintext in memory (nothing is sealed or written).
 pub fn compile_in_memory(
     bytes: &[u8],
@@ -186,8 +186,8 @@ where
 }
 
 impl CompiledPlaybook {
-    /// The engine a pack of this playbook loads to (SPEC §5 step 7): its
-    /// custom rules and the codons and hard rules it runs (§16). An
+    /// The engine a pack of this playbook loads to ([§5](docs/formats.md#s5) step 7): its
+    /// custom rules and the codons and hard rules it runs ([§16](docs/codons.md#s16)). An
     /// automaton the engine cannot build is the error.
     pub fn evaluator(&self) -> Result<crate::Evaluator, String> {
         crate::Evaluator::with_program(
@@ -198,7 +198,7 @@ impl CompiledPlaybook {
         )
     }
 
-    /// Seals the playbook for `license` (SPEC §3): the key derived from its
+    /// Seals the playbook for `license` ([§3](docs/formats.md#s3)): the key derived from its
     /// content key, `<pack_id>:<license_id>` as associated data, a fresh
     /// nonce. Checks nothing: the caller has verified the license and its
     /// entitlements. Only the license's content key and id are used; no

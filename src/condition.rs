@@ -1,7 +1,7 @@
-//! The hard-rule condition language of SPEC §16.3: parsing a condition
+//! The hard-rule condition language of [§16.3](docs/codons.md#s16-3): parsing a condition
 //! ([`parse`]) into an [`Expr`], the positive-test rule
 //! ([`Expr::check_positive`]), evaluation ([`Expr::eval`]), the manifest's
-//! `operator` (SPEC §16.4, [`Expr::operator`]) and the canonical text
+//! `operator` ([§16.4](docs/codons.md#s16-4), [`Expr::operator`]) and the canonical text
 //! ([`Expr`]'s `Display`).
 //!
 //! This module only handles condition texts and trees: it must not touch the
@@ -160,7 +160,7 @@ pub enum FieldKind {
     Count,
 }
 
-/// The manifest's `operator` of a hard rule (SPEC §16.4), derived from its
+/// The manifest's `operator` of a hard rule ([§16.4](docs/codons.md#s16-4)), derived from its
 /// condition by [`Expr::operator`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Operator {
@@ -365,7 +365,7 @@ impl<F> Expr<F> {
         }
     }
 
-    /// The manifest's `operator` (SPEC §16.4): [`Operator::IsTrue`] for one
+    /// The manifest's `operator` ([§16.4](docs/codons.md#s16-4)): [`Operator::IsTrue`] for one
     /// positive boolean test (`state.F`, `state.F == True`,
     /// `state.F is True`), [`Operator::AnyTrue`] for an `or` of two or more
     /// of them, [`Operator::AllTrue`] for an `and` of two or more of them,
@@ -448,11 +448,11 @@ const NO_POSITIVE: &str = "has no positive test outside every `not` \
                            (a test such as `state.x` or `len(state.x) >= 1`)";
 
 impl Expr<String> {
-    /// The positive-test rule of SPEC §16.3: a condition must hold only on
+    /// The positive-test rule of [§16.3](docs/codons.md#s16-3): a condition must hold only on
     /// texts where some codon matched.
     ///
     /// It needs a positive test outside every `not` (see
-    /// [`Expr::positive_fields`]); `not not state.a` has none, as the SPEC
+    /// [`Expr::positive_fields`]); `not not state.a` has none, as [§16.3](docs/codons.md#s16-3)
     /// words it (`not` never cancels: write `state.a`). And it must be false
     /// when no codon matched (every field false, every count 0): the error
     /// then names the smallest part that makes it true, as in ``is true when

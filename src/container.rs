@@ -1,4 +1,4 @@
-//! The `.hxpack` container (SPEC §3): byte layout, sealing, opening and the
+//! The `.hxpack` container ([§3](docs/formats.md#s3)): byte layout, sealing, opening and the
 //! atomic write. Knows keys and bytes, never licenses' rules or playbooks;
 //! the plaintext exists only in zeroizing memory and is never written.
 
@@ -11,18 +11,18 @@ use zeroize::Zeroizing;
 pub const MAGIC: &[u8; 4] = b"HXPK";
 /// The only format version this runtime reads and writes.
 pub const FORMAT_VERSION: u16 = 1;
-/// Smallest file the loader considers (SPEC §5 step 2).
+/// Smallest file the loader considers ([§5](docs/formats.md#s5) step 2).
 pub const MIN_PACK_BYTES: usize = 56;
-/// Largest pack file read (SPEC §3).
+/// Largest pack file read ([§3](docs/formats.md#s3)).
 pub const MAX_PACK_BYTES: u64 = 16 * 1024 * 1024;
 const NONCE_LEN: usize = 12;
 const DIGEST_LEN: usize = 32;
 const TAG_LEN: usize = 16;
-/// The exact message of every decryption failure (SPEC §4.3).
+/// The exact message of every decryption failure ([§4.3](docs/errors.md#s4-3)).
 pub const UNSEAL_MESSAGE: &str =
     "Decryption failed: content key mismatch or corrupted pack envelope";
 
-/// Pack-layer errors: the `Pack*` names of SPEC §4.3.
+/// Pack-layer errors: the `Pack*` names of [§4.3](docs/errors.md#s4-3).
 #[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
 pub enum PackError {
     /// Not a well-formed container.
@@ -42,7 +42,7 @@ pub enum PackError {
     #[error("{0}")]
     Io(String, #[source] Option<crate::error::Cause>),
     /// [`PackError::Unseal`] of a named file, at a reload (the CLI keeps the
-    /// exact message of SPEC §4.3).
+    /// exact message of [§4.3](docs/errors.md#s4-3)).
     #[error("{0}: {UNSEAL_MESSAGE}")]
     UnsealIn(String),
 }
@@ -78,7 +78,7 @@ pub struct SealedPack<'a> {
 }
 
 impl<'a> SealedPack<'a> {
-    /// Parses the header of `bytes` (SPEC §5 step 2); `name` is used in messages.
+    /// Parses the header of `bytes` ([§5](docs/formats.md#s5) step 2); `name` is used in messages.
     pub fn parse(bytes: &'a [u8], name: &str) -> Result<Self, PackError> {
         let fmt = |detail: String| PackError::Format(format!("{name}: {detail}"));
         if bytes.len() as u64 > MAX_PACK_BYTES {
@@ -127,7 +127,7 @@ impl<'a> SealedPack<'a> {
     }
 
     /// Decrypts with `key` and `<pack_id>:<license_id>` as associated data,
-    /// then checks the plaintext digest (SPEC §5 steps 4 and 5).
+    /// then checks the plaintext digest ([§5](docs/formats.md#s5) steps 4 and 5).
     pub(crate) fn open(
         &self,
         key: &PackKey,
@@ -147,7 +147,7 @@ impl<'a> SealedPack<'a> {
     }
 }
 
-/// `"<pack_id>:<license_id>"`, the associated data of SPEC §3.
+/// `"<pack_id>:<license_id>"`, the associated data of [§3](docs/formats.md#s3).
 pub(crate) fn associated_data(pack_id: &str, license_id: &str) -> String {
     format!("{pack_id}:{license_id}")
 }

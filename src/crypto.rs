@@ -9,7 +9,7 @@ use hkdf::Hkdf;
 use sha2::{Digest, Sha256};
 use zeroize::Zeroizing;
 
-/// HKDF `info` for the pack key (SPEC §3).
+/// HKDF `info` for the pack key ([§3](docs/formats.md#s3)).
 pub(crate) const PACK_KEY_INFO: &[u8] = b"helixor.hxpack.v1";
 
 /// SHA-256 of `data`.
@@ -141,7 +141,7 @@ mod tests {
         );
     }
 
-    /// The pack key of SPEC §3, checked against an independent HKDF
+    /// The pack key of [§3](docs/formats.md#s3), checked against an independent HKDF
     /// (Python's hmac, RFC 5869 by hand) for one content key.
     #[test]
     fn pack_key_is_hkdf_sha256_with_the_spec_info() {

@@ -1,4 +1,4 @@
-//! Reading one declared field of a playbook (SPEC §4.1, §4.2): flag lists,
+//! Reading one declared field of a playbook ([§4.1](docs/formats.md#s4-1), [§4.2](docs/formats.md#s4-2)): flag lists,
 //! patterns under the cost check, the built-in codons' compiled patterns and
 //! equality as parsed data. Shared by the checks of custom rules
 //! ([`crate::rules`]) and of codons and hard rules ([`crate::program`]);
@@ -32,7 +32,7 @@ pub(crate) fn codon_patterns() -> Result<&'static [CompiledPattern], String> {
         .map_err(Clone::clone)
 }
 
-/// Reads a list of flag names (SPEC §4.1), recording what is wrong with it.
+/// Reads a list of flag names ([§4.1](docs/formats.md#s4-1)), recording what is wrong with it.
 pub(crate) fn read_flags(
     value: Option<&Value>,
     place: &str,
@@ -58,8 +58,8 @@ pub(crate) fn read_flags(
     flags
 }
 
-/// Compiles a rule's or codon's pattern under SPEC §4.2 and its cost
-/// check (§11.4), recording why it is refused (never quoting it).
+/// Compiles a rule's or codon's pattern under [§4.2](docs/formats.md#s4-2) and its cost
+/// check ([§11.4](docs/limits.md#s11-4)), recording why it is refused (never quoting it).
 pub(crate) fn compile_pattern(
     value: Option<&Value>,
     flags: &[Flag],
@@ -69,7 +69,7 @@ pub(crate) fn compile_pattern(
 ) -> Option<CompiledPattern> {
     match value {
         Some(Value::String(p)) => match pattern::compile(p, flags).and_then(|c| {
-            // SPEC §11.4: no pattern that can make an evaluation slow.
+            // [§11.4](docs/limits.md#s11-4): no pattern that can make an evaluation slow.
             pattern::check_cost(&c)?;
             Ok(c)
         }) {

@@ -1,10 +1,10 @@
-//! The error names and exit codes of SPEC §4.3, shared by every layer; it
+//! The error names and exit codes of [§4.3](docs/errors.md#s4-3), shared by every layer; it
 //! knows nothing of files, keys or payloads.
 
 use std::fmt;
 use std::sync::Arc;
 
-/// Every error name the tool and the runtime report (SPEC §4.3).
+/// Every error name the tool and the runtime report ([§4.3](docs/errors.md#s4-3)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ErrorName {
     /// YAML unreadable, root not a mapping, `pack_id` missing.
@@ -56,7 +56,7 @@ pub enum ErrorName {
 }
 
 impl ErrorName {
-    /// Every name, in SPEC §4.3 order.
+    /// Every name, in [§4.3](docs/errors.md#s4-3) order.
     pub const ALL: [ErrorName; 23] = [
         Self::CompilerError,
         Self::PlaybookParseError,
@@ -117,7 +117,7 @@ impl ErrorName {
         }
     }
 
-    /// The CLI exit code of SPEC §4.3.
+    /// The CLI exit code of [§4.3](docs/errors.md#s4-3).
     pub fn exit_code(self) -> u8 {
         match self {
             Self::UsageError | Self::ConfigError => 2,
@@ -217,9 +217,9 @@ macro_rules! io_constructor {
 }
 pub(crate) use io_constructor;
 
-/// Errors that carry a SPEC §4.3 name: every layer's error type implements it.
+/// Errors that carry a [§4.3](docs/errors.md#s4-3) name: every layer's error type implements it.
 pub trait Named {
-    /// The SPEC name of this error.
+    /// The name of this error ([§4.3](docs/errors.md#s4-3)).
     fn name(&self) -> ErrorName;
     /// Every problem of an `UnsupportedPackDeclarationError`; empty otherwise.
     fn problems(&self) -> &[String] {

@@ -159,7 +159,7 @@ fn probe(ev: &Evaluator) {
     }
 }
 
-/// The pack container (SPEC §5): `data` as a `.hxpack` file loaded with
+/// The pack container ([§5](docs/formats.md#s5)): `data` as a `.hxpack` file loaded with
 /// the fixture license, and `data` as the plaintext of a pack sealed for
 /// it (the checks after decryption).
 pub fn container(data: &[u8]) {
@@ -199,7 +199,7 @@ pub fn container(data: &[u8]) {
     }
 }
 
-/// The license parser (SPEC §2): `data` parsed, verified and checked; and
+/// The license parser ([§2](docs/formats.md#s2)): `data` parsed, verified and checked; and
 /// `data`'s JSON object signed by the fixture issuer, which must then verify.
 pub fn license(data: &[u8]) {
     let keys = issuer_keys();
@@ -235,7 +235,7 @@ fn exercise(lic: &License) {
     let _ = lic.check_solvers(&lic.features);
 }
 
-/// The playbook compiler (SPEC §4.2, as `helixor-pack test` runs it): a
+/// The playbook compiler ([§4.2](docs/formats.md#s4-2), as `helixor-pack test` runs it): a
 /// playbook that compiles is sealed for the fixture license and must load.
 pub fn playbook(data: &[u8]) {
     let Ok(compiled) = compile_in_memory(data, "fuzz.yaml", Entitlement::PolicyTest) else {
@@ -252,14 +252,14 @@ pub fn playbook(data: &[u8]) {
             probe(&pack.evaluator);
         }
         // The compiler does not build the automata: one the engine cannot
-        // build is refused at load, by name (SPEC §5 step 7).
+        // build is refused at load, by name ([§5](docs/formats.md#s5) step 7).
         Err(Error::Playbook(PlaybookError::Unsupported { .. })) => {}
         Err(e) => broken(format!("a playbook that compiles does not load: {e}")),
     }
 }
 
 /// The one evaluation-request parser (`src/request.rs`) of every HTTP
-/// route and `run --jsonl` (SPEC §9.1): `{text, pack_id?, normalize?}`, an
+/// route and `run --jsonl` ([§9.1](docs/configuration.md#s9-1)): `{text, pack_id?, normalize?}`, an
 /// object with a key twice refused.
 fn evaluate_body(data: &[u8]) -> Result<crate::request::EvaluateRequest, String> {
     crate::request::parse_evaluate_body(data).map_err(|e| e.to_string())
@@ -368,7 +368,7 @@ impl<'de> serde::de::Visitor<'de> for DupCheck {
     }
 }
 
-/// Every string value of `v` (keys are not judged, SPEC §12.4).
+/// Every string value of `v` (keys are not judged, [§12.4](docs/gateways.md#s12-4)).
 fn all_strings(v: &Value, out: &mut Vec<String>) {
     match v {
         Value::String(s) => out.push(s.clone()),
@@ -378,7 +378,7 @@ fn all_strings(v: &Value, out: &mut Vec<String>) {
     }
 }
 
-/// The body walker of the gateways (SPEC §12.4, `src/json_text.rs`) and
+/// The body walker of the gateways ([§12.4](docs/gateways.md#s12-4), `src/json_text.rs`) and
 /// the judge over it: the walker reads a JSON body exactly when serde_json
 /// reads it without a key twice, finds exactly its string values, and a rewrite of them reads back as the same document with
 /// those strings changed; the judge never panics, refuses only with a FATAL
@@ -521,7 +521,7 @@ fn stream_input(data: &[u8]) -> Option<StreamInput> {
     })
 }
 
-/// A stream session (SPEC §11.1) over the text of `data` cut at its cut
+/// A stream session ([§11.1](docs/streaming.md#s11-1)) over the text of `data` cut at its cut
 /// points: without a block the releases concatenate to the whole text's
 /// `redacted_text`; a block happens only with `block_on_fatal` and a FATAL
 /// trigger of the whole text, and nothing is released after it; on short

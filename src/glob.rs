@@ -1,4 +1,4 @@
-//! License globs (SPEC §1): `*` any run, `?` one character, the rest
+//! License globs ([§1](docs/formats.md#s1)): `*` any run, `?` one character, the rest
 //! literal, whole-string match. Pure; no allocation.
 
 /// Whether `text` matches the whole of `pattern`.

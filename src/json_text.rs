@@ -1,4 +1,4 @@
-//! Every string value of a body, found once (SPEC §12.4): the one walker
+//! Every string value of a body, found once ([§12.4](docs/gateways.md#s12-4)): the one walker
 //! that the gateway routes (ext_authz, ext_proc, LiteLLM) judge bodies
 //! with, and that rewrites a body in place. It reads and writes bytes only:
 //! it never evaluates, logs or keeps a payload.
@@ -16,7 +16,7 @@
 //!
 //! In a JSON body every string *value* is found, in document order, with
 //! the byte span of its literal and its unescaped text (`\u002d` is `-`);
-//! keys are not values (SPEC §12.4: keys are not judged), numbers, `true`,
+//! keys are not values ([§12.4](docs/gateways.md#s12-4): keys are not judged), numbers, `true`,
 //! `false` and `null` are not text. Validation is serde_json's
 //! (no tree is built: only each object's keys are kept, to find a key
 //! twice); a second pass over the bytes, known valid by then, finds the
@@ -118,7 +118,7 @@ impl std::fmt::Debug for Body<'_> {
     }
 }
 
-/// Reads `bytes` as SPEC §12.4 says (see the module doc); at most
+/// Reads `bytes` as [§12.4](docs/gateways.md#s12-4) says (see the module doc); at most
 /// `max_strings` string values (a text body counts as one).
 pub fn read(bytes: &[u8], max_strings: usize) -> Result<Body<'_>, BodyError> {
     read_where(bytes, max_strings, |_| true)
@@ -327,7 +327,7 @@ fn scan(
                 };
                 let next = b[end..].iter().position(|&c| !is_ws(c)).map(|p| b[end + p]);
                 if next == Some(b':') {
-                    // A key: not judged (SPEC §12.4), but it names the
+                    // A key: not judged ([§12.4](docs/gateways.md#s12-4)), but it names the
                     // top-level field its value sits under.
                     if depth == 1 && root_is_object {
                         root_key = Some(decoded);

@@ -11,31 +11,31 @@
 //!   crate-internal (a pack is sealed for, and opened with, a
 //!   [`VerifiedLicense`] only), as are size-capped reads, license globs and
 //!   atomic file writes;
-//! - licenses (SPEC §2): parsing, the validity window and entitlements
+//! - licenses ([§2](docs/formats.md#s2)): parsing, the validity window and entitlements
 //!   ([`License`]), verification ([`VerifiedLicense`], the only kind that
 //!   opens or seals a pack), trusted keys ([`IssuerKeys`]), the lookup order
 //!   ([`LicenseArgs`]) and issuing ([`issue_license`], [`keygen`]);
-//! - playbooks and the compiler (SPEC §4): YAML playbooks
+//! - playbooks and the compiler ([§4](docs/formats.md#s4)): YAML playbooks
 //!   ([`parse_document`]), compile-time checks ([`check_declarations`],
 //!   [`CustomRule`]), the example pack's declarations
 //!   ([`EXAMPLE_PLAYBOOK_YAML`], [`CODONS`]), compiling and sealing
 //!   ([`compile_in_memory`], [`compile_file`], [`CompiledPlaybook`]);
 //!   regexes and their cost check are in [`pattern`], the checksum
-//!   validators of version-2 codons (SPEC §16.2) in [`checksum`], the SDK
+//!   validators of version-2 codons ([§16.2](docs/codons.md#s16-2)) in [`checksum`], the SDK
 //!   manifest is crate-internal;
-//! - the engine (SPEC §6, §11, §15): an [`Evaluator`] turns a payload into a
+//! - the engine ([§6](docs/evaluation.md#s6), [§11](docs/streaming.md#s11), [§15](docs/evasion.md#s15)): an [`Evaluator`] turns a payload into a
 //!   [`Decision`], and a [`StreamSession`] releases a text arriving in
 //!   pieces as soon as it is final;
-//! - pack loading (SPEC §5): [`load_pack`] turns a file into a
+//! - pack loading ([§5](docs/formats.md#s5)): [`load_pack`] turns a file into a
 //!   [`LoadedPack`];
-//! - policy tests (`*.test.yaml`, SPEC §13) and the `{text, pack_id}`
+//! - policy tests (`*.test.yaml`, [§13](docs/policy-tests.md#s13)) and the `{text, pack_id}`
 //!   evaluation request are crate-internal, reached through [`commands`] and
 //!   [`server`] (their errors: [`PolicyTestError`], whose subject's error
 //!   is a [`SubjectError`] of the layers below, and [`Error`], the root,
 //!   which holds every layer's and wraps nothing that wraps it);
 //! - [`commands`]: the `helixor-pack` subcommands (the binary only parses flags);
-//! - [`server`]: serve mode (SPEC §9): configuration, generations, hot reload, the HTTP API;
-//! - [`catalog`]: catalog packs (SPEC §14): a vendor's catalog server that
+//! - [`server`]: serve mode ([§9](docs/serve.md#s9)): configuration, generations, hot reload, the HTTP API;
+//! - [`catalog`]: catalog packs ([§14](docs/catalog.md#s14)): a vendor's catalog server that
 //!   seals its playbooks per license, and the `download-pack` client.
 //!
 //! With the cargo feature `testing` (off by default, never in a shipped
@@ -76,7 +76,7 @@ mod license;
 mod manifest;
 mod pack;
 // Public: the pattern-cost example and the engine bench measure regex
-// compilation and the cost check (SPEC §11.4) below any playbook
+// compilation and the cost check ([§11.4](docs/limits.md#s11-4)) below any playbook
 // (`pattern::compile`, `pattern::check_cost`, `pattern::cost`); no other
 // caller needs them.
 pub mod pattern;
@@ -97,18 +97,18 @@ pub mod server;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 
-// Foundations (SPEC §1, §3, §4.3).
+// Foundations ([§1](docs/formats.md#s1), [§3](docs/formats.md#s3), [§4.3](docs/errors.md#s4-3)).
 pub use canonical::{to_string as canonical_json, NotFinite};
 pub use container::{PackError, SealedPack};
 pub use error::{Cause, ErrorName, Named};
 
-// Licenses (SPEC §2).
+// Licenses ([§2](docs/formats.md#s2)).
 pub use license::{
     issue_license, keygen, IssueRequest, IssuerKeys, KeygenOutput, License, LicenseArgs,
     LicenseError, VerifiedLicense, Window,
 };
 
-// Playbooks and the compiler (SPEC §4).
+// Playbooks and the compiler ([§4](docs/formats.md#s4)).
 pub use builtins::{Codon, Validator, CODONS, EXAMPLE_PLAYBOOK_YAML};
 pub use compiler::{
     compile_file, compile_in_memory, compile_playbook, CompileOutput, CompiledPlaybook, Entitlement,
@@ -116,7 +116,7 @@ pub use compiler::{
 pub use playbook::{pack_id, pack_version, parse_document, Document, PlaybookError};
 pub use rules::{check_declarations, CustomRule, RuleAction, RuleType};
 
-// The engine (SPEC §6, §11, §15).
+// The engine ([§6](docs/evaluation.md#s6), [§11](docs/streaming.md#s11), [§15](docs/evasion.md#s15)).
 pub use engine::{
     Blocked, Decision, Evaluator, Normalize, OwnedStreamSession, Released, Releases, Session,
     Severity, Source, StreamOptions, StreamSession, Trigger, BLOCKED_TEXT, COST_ACTION,
@@ -124,10 +124,10 @@ pub use engine::{
     HOLDBACK_REASON, PERMIT_ACTION,
 };
 
-// Pack loading (SPEC §5).
+// Pack loading ([§5](docs/formats.md#s5)).
 pub use pack::{load_pack, load_pack_file, LoadedPack, RuleSummary};
 
-// Policy tests (SPEC §13), driven by `commands::test`.
+// Policy tests ([§13](docs/policy-tests.md#s13)), driven by `commands::test`.
 pub use policy_test::{PolicyTestError, SubjectError};
 
 /// Any error the tool or the runtime reports, by layer.
@@ -162,7 +162,7 @@ pub enum Error {
     /// refusal of `download-pack`): its name and message, as sent.
     #[error("{message}")]
     Remote {
-        /// The SPEC §4.3 name the service answered.
+        /// The [§4.3](docs/errors.md#s4-3) name the service answered.
         name: ErrorName,
         /// Its message, with where it came from.
         message: String,

@@ -103,7 +103,7 @@ enum Command {
             conflicts_with_all = ["text", "jsonl"]
         )]
         max_holdback_chars: usize,
-        /// Match through the evasion view (SPEC §15): other scripts' digits, full-width forms, joiners and soft hyphens inside values.
+        /// Match through the evasion view ([§15](docs/evasion.md#s15)): other scripts' digits, full-width forms, joiners and soft hyphens inside values.
         #[arg(long, value_name = "MODE", default_value = "none", value_parser = ["none", "evasion"])]
         normalize: String,
     },
@@ -139,7 +139,7 @@ enum Command {
         #[arg(long, value_name = "FILE")]
         out: Option<PathBuf>,
     },
-    /// Run policy tests: the cases of *.test.yaml files against their playbooks or packs (SPEC §13).
+    /// Run policy tests: the cases of *.test.yaml files against their playbooks or packs ([§13](docs/policy-tests.md#s13)).
     ///
     /// A playbook is compiled in memory without a license; a pack is loaded with the test file's
     /// `license:` or --license. Exit 0 when every case passed, 1 when one failed, the error's code
@@ -161,7 +161,7 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Serve decisions over HTTP with hot reload of the license and packs (SPEC §9).
+    /// Serve decisions over HTTP with hot reload of the license and packs ([§9](docs/serve.md#s9)).
     Serve {
         /// YAML configuration file (see config/helixor.yaml).
         #[arg(long, value_name = "FILE", env = "HELIXOR_CONFIG")]
@@ -175,7 +175,7 @@ enum Command {
         #[arg(long, value_name = "ADDR")]
         listen: Option<String>,
     },
-    /// Download a catalog pack sealed for your license; every load-time check runs before it is written (SPEC §14).
+    /// Download a catalog pack sealed for your license; every load-time check runs before it is written ([§14](docs/catalog.md#s14)).
     DownloadPack {
         /// The pack to download.
         #[arg(long, value_name = "ID")]
@@ -195,7 +195,7 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// A vendor's catalog of playbooks, sealed per customer license (SPEC §14).
+    /// A vendor's catalog of playbooks, sealed per customer license ([§14](docs/catalog.md#s14)).
     Catalog {
         #[command(subcommand)]
         command: CatalogCommand,

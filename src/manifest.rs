@@ -1,4 +1,4 @@
-//! `embedded-pack-manifest.json` (SPEC §7) with the next release's fixes:
+//! `embedded-pack-manifest.json` ([§7](docs/formats.md#s7)) with the next release's fixes:
 //! derived from a compiled playbook's data only, never its patterns.
 
 use crate::builtins::{CODONS, EXAMPLE_PACK_ID, HARD_RULES};
@@ -10,7 +10,7 @@ use crate::playbook::str_field;
 use crate::program::{Program, Schema};
 use serde_json::{json, Map, Value};
 
-/// The middle segment of a pack id (SPEC §7): between the first and last `.`
+/// The middle segment of a pack id ([§7](docs/formats.md#s7)): between the first and last `.`
 /// for three or more segments (inner `.` → `_`), the second of two, else all.
 pub fn middle_segment(pack_id: &str) -> String {
     let parts: Vec<&str> = pack_id.split('.').collect();
@@ -41,7 +41,7 @@ fn present<'a>(doc: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
 /// One pack entry of the manifest.
 /// `rule_actions` are the custom rules' action names in file order.
 /// `program` is what the pack runs: a version-2 pack's manifest derives
-/// its state schema and hard rules from its declarations (SPEC §16.4).
+/// its state schema and hard rules from its declarations ([§16.4](docs/codons.md#s16-4)).
 pub fn pack_entry(
     doc: &Map<String, Value>,
     rule_actions: &[String],
@@ -103,7 +103,7 @@ pub fn pack_entry(
     })
 }
 
-/// A version-2 pack's state schema, hard rules and codon codes (SPEC §16.4).
+/// A version-2 pack's state schema, hard rules and codon codes ([§16.4](docs/codons.md#s16-4)).
 fn v2_program(program: &Program) -> (Map<String, Value>, Vec<Value>, Vec<String>) {
     let mut state_schema = Map::new();
     for c in &program.codons {
@@ -149,7 +149,7 @@ fn v2_program(program: &Program) -> (Map<String, Value>, Vec<Value>, Vec<String>
 }
 
 /// The example pack's state schema, hard rules and codon codes, as every
-/// version-1 manifest has shipped them (SPEC §7).
+/// version-1 manifest has shipped them ([§7](docs/formats.md#s7)).
 fn v1_program() -> (Map<String, Value>, Vec<Value>, Vec<String>) {
     let mut state_schema = Map::new();
     for c in &CODONS {

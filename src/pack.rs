@@ -1,4 +1,4 @@
-//! Loading a sealed pack (SPEC §5, steps 2–7 after the license of step 1):
+//! Loading a sealed pack ([§5](docs/formats.md#s5), steps 2–7 after the license of step 1):
 //! all checks in order, then the engine is built. Nothing partial is ever
 //! returned, and the plaintext never leaves memory.
 
@@ -48,7 +48,7 @@ pub struct LoadedPack {
     pub rules: Vec<RuleSummary>,
     /// Declared solver names.
     pub solvers: Vec<String>,
-    /// The codons and hard rules the pack runs (SPEC §6.1, §16).
+    /// The codons and hard rules the pack runs ([§6.1](docs/evaluation.md#s6-1), [§16](docs/codons.md#s16)).
     pub(crate) program: Arc<Program>,
     /// The compiled engine, shared so that a stream session can own a
     /// handle to it ([`Evaluator::stream_owned`]).
@@ -79,7 +79,7 @@ pub fn load_pack_file(path: &Path, license: &VerifiedLicense) -> Result<LoadedPa
 }
 
 /// Loads pack bytes for `license` (already verified and in its window):
-/// SPEC §5 steps 2 to 7.
+/// [§5](docs/formats.md#s5) steps 2 to 7.
 pub fn load_pack(bytes: &[u8], name: &str, license: &VerifiedLicense) -> Result<LoadedPack, Error> {
     load_pack_as(bytes, name, license)
 }
@@ -154,8 +154,8 @@ where
     })
 }
 
-/// Builds the engine of a checked playbook: the one way a pack (SPEC §5
-/// step 7) or a playbook under test (§13) gets an evaluator. An automaton
+/// Builds the engine of a checked playbook: the one way a pack ([§5](docs/formats.md#s5)
+/// step 7) or a playbook under test ([§13](docs/policy-tests.md#s13)) gets an evaluator. An automaton
 /// the engine cannot build is an `UnsupportedPackDeclarationError`.
 pub fn build_evaluator(
     pack_id: &str,

@@ -1,4 +1,4 @@
-//! Regular expressions of rules and codons (SPEC §4.2, §6.1): validation
+//! Regular expressions of rules and codons ([§4.2](docs/formats.md#s4-2), [§6.1](docs/evaluation.md#s6-1)): validation
 //! with clear reasons, a size limit, `\d` narrowed to ASCII, and the
 //! word-boundary-free "filter" form the engine scans with. Never includes a
 //! pattern's text in an error message.
@@ -19,7 +19,7 @@ pub const NEST_LIMIT: u32 = 64;
 /// Longest pattern text accepted.
 pub const MAX_PATTERN_LEN: usize = 8 * 1024;
 
-/// A rule flag of SPEC §4.1.
+/// A rule flag of [§4.1](docs/formats.md#s4-1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Flag {
     /// `IGNORECASE` → `(?i)`.
@@ -146,7 +146,7 @@ pub fn compile(pattern: &str, flags: &[Flag]) -> Result<CompiledPattern, String>
     })
 }
 
-/// The cost check of SPEC §11.4 ([`cost::check`]) on both forms of a
+/// The cost check of [§11.4](docs/limits.md#s11-4) ([`cost::check`]) on both forms of a
 /// compiled pattern: `Err` is a reason for people ("is too costly …") that
 /// never quotes the pattern.
 pub fn check_cost(p: &CompiledPattern) -> Result<cost::CostReport, String> {
@@ -156,7 +156,7 @@ pub fn check_cost(p: &CompiledPattern) -> Result<cost::CostReport, String> {
     )
 }
 
-/// The pack check of SPEC §11.4 ([`cost::check_pack`]): `patterns`, a
+/// The pack check of [§11.4](docs/limits.md#s11-4) ([`cost::check_pack`]): `patterns`, a
 /// pack's custom rules and its codons, measured together.
 pub fn check_pack_cost(
     patterns: &[&CompiledPattern],
@@ -320,7 +320,7 @@ fn ascii_digit_item(negated: bool, span: ast::Span) -> ClassSetItem {
     })
 }
 
-/// Rewrites every `\d`/`\D` to `[[:digit:]]`/`[[:^digit:]]` (SPEC §6.1: `\d` is ASCII).
+/// Rewrites every `\d`/`\D` to `[[:digit:]]`/`[[:^digit:]]` ([§6.1](docs/evaluation.md#s6-1): `\d` is ASCII).
 fn ascii_digits(tree: &mut Ast) {
     match tree {
         Ast::ClassPerl(p) if p.kind == ast::ClassPerlKind::Digit => {

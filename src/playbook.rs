@@ -1,11 +1,11 @@
-//! Playbooks (SPEC §3, §4.1): YAML read with the 1.2 core schema into JSON,
+//! Playbooks ([§3](docs/formats.md#s3), [§4.1](docs/formats.md#s4-1)): YAML read with the 1.2 core schema into JSON,
 //! the known top-level keys, and the type checks every later step relies on.
 //! Pure data handling; no license, no regex, no files.
 
 use crate::error::{ErrorName, Named};
 use serde_json::{Map, Number, Value};
 
-/// Top-level keys carried into a pack, in SPEC §4.1 order.
+/// Top-level keys carried into a pack, in [§4.1](docs/formats.md#s4-1) order.
 pub const KNOWN_KEYS: [&str; 18] = [
     "schema_version",
     "pack_id",
@@ -31,7 +31,7 @@ pub const KNOWN_KEYS: [&str; 18] = [
 /// hostile file from costing memory before it is parsed.
 pub const MAX_PLAYBOOK_BYTES: usize = 1024 * 1024;
 
-/// Compiler-layer errors (SPEC §4.3 names `CompilerError`,
+/// Compiler-layer errors ([§4.3](docs/errors.md#s4-3) names `CompilerError`,
 /// `PlaybookParseError`, `UnsupportedPackDeclarationError`).
 #[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
 pub enum PlaybookError {
@@ -87,7 +87,7 @@ impl std::fmt::Debug for Document {
     }
 }
 
-/// Parses YAML text into the JSON mapping at its root (SPEC §4.2 step 2, minus
+/// Parses YAML text into the JSON mapping at its root ([§4.2](docs/formats.md#s4-2) step 2, minus
 /// the known-key filter). `name` is used in messages.
 pub fn parse_yaml(bytes: &[u8], name: &str) -> Result<Map<String, Value>, PlaybookError> {
     if bytes.len() > MAX_PLAYBOOK_BYTES {
@@ -221,8 +221,8 @@ fn to_json(v: serde_yaml::Value, path: &str, name: &str) -> Result<Value, Playbo
     })
 }
 
-/// Step 2 of SPEC §4.2: YAML, root mapping, JSON-representable values,
-/// known keys kept, and the top-level type checks of §4.1.
+/// Step 2 of [§4.2](docs/formats.md#s4-2): YAML, root mapping, JSON-representable values,
+/// known keys kept, and the top-level type checks of [§4.1](docs/formats.md#s4-1).
 pub fn parse_document(bytes: &[u8], name: &str) -> Result<Document, PlaybookError> {
     let mut all = parse_yaml(bytes, name)?;
     let mut unknown: Vec<String> = all
@@ -241,7 +241,7 @@ pub fn parse_document(bytes: &[u8], name: &str) -> Result<Document, PlaybookErro
     })
 }
 
-/// The type checks of SPEC §4.1 on a compiled playbook (`version`, the lists).
+/// The type checks of [§4.1](docs/formats.md#s4-1) on a compiled playbook (`version`, the lists).
 pub fn check_types(doc: &Map<String, Value>, name: &str) -> Result<(), String> {
     match doc.get("version") {
         None | Some(Value::Null | Value::String(_) | Value::Number(_)) => {}
@@ -264,7 +264,7 @@ pub fn list<'a>(doc: &'a Map<String, Value>, key: &str) -> &'a [Value] {
     }
 }
 
-/// `pack_id`: present and a non-empty string (SPEC §4.2 step 3).
+/// `pack_id`: present and a non-empty string ([§4.2](docs/formats.md#s4-2) step 3).
 pub fn pack_id<'a>(doc: &'a Map<String, Value>, name: &str) -> Result<&'a str, PlaybookError> {
     match doc.get("pack_id") {
         Some(Value::String(s)) if !s.is_empty() => Ok(s),
@@ -280,7 +280,7 @@ pub fn pack_id<'a>(doc: &'a Map<String, Value>, name: &str) -> Result<&'a str, P
     }
 }
 
-/// The solver names declared (SPEC §4.1): strings, or mappings with a string `name`.
+/// The solver names declared ([§4.1](docs/formats.md#s4-1)): strings, or mappings with a string `name`.
 pub fn solver_names(doc: &Map<String, Value>, name: &str) -> Result<Vec<String>, PlaybookError> {
     list(doc, "solvers")
         .iter()
@@ -300,7 +300,7 @@ pub fn solver_names(doc: &Map<String, Value>, name: &str) -> Result<Vec<String>,
         .collect()
 }
 
-/// `pack_version` as SPEC §6.4 writes it: the string, a number's canonical
+/// `pack_version` as [§6.4](docs/evaluation.md#s6-4) writes it: the string, a number's canonical
 /// JSON text, or empty when absent.
 pub fn pack_version(doc: &Map<String, Value>) -> String {
     match doc.get("version") {

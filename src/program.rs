@@ -1,4 +1,4 @@
-//! The codons and hard rules a pack runs (SPEC §6.1, §16): the example
+//! The codons and hard rules a pack runs ([§6.1](docs/evaluation.md#s6-1), [§16](docs/codons.md#s16)): the example
 //! pack's six and four for a version-1 playbook, exactly what a version-2
 //! playbook declares otherwise. Checks every `codons` and `hard_rules`
 //! entry of a version-2 playbook (every problem at once, each named by its
@@ -21,11 +21,11 @@ use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
-/// The `schema_version` of a playbook (SPEC §16).
+/// The `schema_version` of a playbook ([§16](docs/codons.md#s16)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Schema {
     /// Absent or `1`: the example pack's codons and hard rules run, whatever
-    /// the playbook declares (§4.2 step 6, §6.1).
+    /// the playbook declares ([§4.2](docs/formats.md#s4-2) step 6, [§6.1](docs/evaluation.md#s6-1)).
     V1,
     /// `2`: the engine runs exactly the declared codons and hard rules.
     V2,
@@ -110,7 +110,7 @@ impl Codon {
             || !self.deny_list.is_empty()
     }
 
-    /// Whether the value `text[s..e]` counts (SPEC §16.1, in its order:
+    /// Whether the value `text[s..e]` counts ([§16.1](docs/codons.md#s16-1), in its order:
     /// checksum, entropy, deny list, context). `text` is the whole text
     /// searched, which the context looks at around the value (its two
     /// windows are indexed for this value alone).
@@ -292,7 +292,7 @@ impl Program {
     }
 
     /// Whether the incremental stream engine runs this program as it runs
-    /// the example pack's (SPEC §11.1): every codon's value is settled when
+    /// the example pack's ([§11.1](docs/streaming.md#s11-1)): every codon's value is settled when
     /// its match is final (a group, a checksum, an entropy floor, a deny
     /// list and a `context.before` window are) or once the `context.after`
     /// code points after it have arrived (the session holds the value until
@@ -459,7 +459,7 @@ fn builtin_codon(c: &builtins::Codon, p: &CompiledPattern) -> Codon {
     }
 }
 
-/// Keys a version-2 codon entry may have (SPEC §16.1).
+/// Keys a version-2 codon entry may have ([§16.1](docs/codons.md#s16-1)).
 const CODON_KEYS: [&str; 13] = [
     "code",
     "codon_type",
@@ -486,7 +486,7 @@ const RESERVED_ACTIONS: [&str; 3] = [
     crate::engine::COST_ACTION,
 ];
 
-/// Keys a version-2 hard rule entry may have (SPEC §16.3).
+/// Keys a version-2 hard rule entry may have ([§16.3](docs/codons.md#s16-3)).
 const HARD_RULE_KEYS: [&str; 5] = ["id", "condition", "action", "severity", "description"];
 
 /// Records each key of `m` that is not one of `allowed` (a typo must not
@@ -1008,7 +1008,7 @@ pub fn default_reason(id: &str) -> String {
     format!("Hard rule {id} matched")
 }
 
-/// Patterns of every codon, for the pack's cost check (SPEC §11.4).
+/// Patterns of every codon, for the pack's cost check ([§11.4](docs/limits.md#s11-4)).
 pub fn patterns(program: &Program) -> impl Iterator<Item = &CompiledPattern> {
     program.codons.iter().map(|c| &c.pattern)
 }

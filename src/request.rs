@@ -1,7 +1,7 @@
-//! The evaluation request `{"text", "pack_id"?, "normalize"?}` (SPEC §9.4 `/evaluate`,
-//! `/v1/evaluate`, batch items, `/v1/evaluate/stream`; SPEC §4 `run --jsonl`
+//! The evaluation request `{"text", "pack_id"?, "normalize"?}` ([§9.4](docs/http-api.md#s9-4) `/evaluate`,
+//! `/v1/evaluate`, batch items, `/v1/evaluate/stream`; [§4](docs/formats.md#s4) `run --jsonl`
 //! lines): one struct and one parser that the CLI and the server share, over
-//! JSON that refuses an object with a key twice (SPEC §9.1).
+//! JSON that refuses an object with a key twice ([§9.1](docs/configuration.md#s9-1)).
 //!
 //! It knows nothing of HTTP, files or packs, and its messages name fields
 //! and JSON types, never a value: a payload is never quoted back. A new
@@ -18,9 +18,9 @@ use std::fmt;
 pub struct EvaluateRequest {
     /// The payload to judge (required).
     pub text: String,
-    /// The pack to judge it with; `None`: the caller's default (SPEC §9.4).
+    /// The pack to judge it with; `None`: the caller's default ([§9.4](docs/http-api.md#s9-4)).
     pub pack_id: Option<String>,
-    /// How to match (SPEC §15); `None`: the caller's default (`engine.normalize`).
+    /// How to match ([§15](docs/evasion.md#s15)); `None`: the caller's default (`engine.normalize`).
     pub normalize: Option<Normalize>,
 }
 
@@ -71,7 +71,7 @@ pub enum BodyError {
 impl fmt::Display for BodyError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            // The HTTP routes' wording (SPEC §9.4 examples); `run --jsonl`
+            // The HTTP routes' wording ([§9.4](docs/http-api.md#s9-4) examples); `run --jsonl`
             // words its own from the inner error.
             Self::Json(e) => write!(f, "the body is not valid JSON: {e}"),
             Self::Shape(m) => f.write_str(m),
@@ -127,7 +127,7 @@ pub fn optional_string(value: Option<Value>, field: &str) -> Result<Option<Strin
     }
 }
 
-/// An optional `normalize` field (SPEC §15): absent or `null` is `None`.
+/// An optional `normalize` field ([§15](docs/evasion.md#s15)): absent or `null` is `None`.
 pub fn optional_normalize(value: Option<Value>) -> Result<Option<Normalize>, String> {
     match optional_string(value, "normalize")? {
         None => Ok(None),
@@ -160,7 +160,7 @@ pub fn type_name(v: &Value) -> &'static str {
     }
 }
 
-/// Parses JSON, refusing an object with a key twice (SPEC §9.1): two
+/// Parses JSON, refusing an object with a key twice ([§9.1](docs/configuration.md#s9-1)): two
 /// parsers must never disagree on which `text` was judged.
 pub fn parse_strict(bytes: &[u8]) -> Result<Value, serde_json::Error> {
     use serde::de::DeserializeSeed;

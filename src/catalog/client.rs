@@ -1,13 +1,13 @@
-//! `helixor-pack download-pack` (SPEC §14): sends the license to a catalog,
-//! loads the answer with every check of SPEC §5 (license, header,
+//! `helixor-pack download-pack` ([§14](docs/catalog.md#s14)): sends the license to a catalog,
+//! loads the answer with every check of [§5](docs/formats.md#s5) (license, header,
 //! entitlement, decryption, integrity, solvers, declarations) and only then
 //! writes it, atomically. On any failure nothing is written, and a file
 //! already at the output path is left as it was.
 //!
-//! Errors, by the names of SPEC §4.3:
+//! Errors, by the names of [§4.3](docs/errors.md#s4-3):
 //!
 //! - the catalog cannot be reached, or does not answer within the timeout:
-//!   `IoError` (exit 1) naming the URL. No §4.3 name is about networks;
+//!   `IoError` (exit 1) naming the URL. No [§4.3](docs/errors.md#s4-3) name is about networks;
 //!   `IoError` is the one for I/O that has no kind of its own, and a
 //!   connection is such I/O;
 //! - the catalog refuses (a license it does not accept, a pack it does not
@@ -55,9 +55,9 @@ pub struct DownloadRequest {
     pub pack_id: String,
     /// `--catalog`; `None`: `$HELIXOR_CATALOG_URL`.
     pub catalog: Option<String>,
-    /// `--license`; `None`: the SPEC §2 lookup order.
+    /// `--license`; `None`: the [§2](docs/formats.md#s2) lookup order.
     pub license: Option<PathBuf>,
-    /// `--issuer-keys`; `None`: the SPEC §2 lookup order.
+    /// `--issuer-keys`; `None`: the [§2](docs/formats.md#s2) lookup order.
     pub issuer_keys: Option<PathBuf>,
     /// Where to write the pack.
     pub out: PathBuf,
@@ -175,7 +175,7 @@ fn unreachable(base: &str, timeout: Duration, e: ureq::Error) -> Error {
     Error::Io(escape_controls(&message).into_owned(), Some(Cause::new(e)))
 }
 
-/// Reads the license as SPEC §5 step 1 checks it, keeping its bytes (to
+/// Reads the license as [§5](docs/formats.md#s5) step 1 checks it, keeping its bytes (to
 /// send them) in zeroizing memory.
 fn local_license(
     req: &DownloadRequest,
@@ -239,8 +239,8 @@ fn remote_text(e: Error) -> Error {
     }
 }
 
-/// `download-pack`: the license is checked (SPEC §5 step 1) and sent, the
-/// answer read under the 16 MiB cap and loaded with SPEC §5 steps 2 to 7,
+/// `download-pack`: the license is checked ([§5](docs/formats.md#s5) step 1) and sent, the
+/// answer read under the 16 MiB cap and loaded with [§5](docs/formats.md#s5) steps 2 to 7,
 /// and only then written to `req.out`. Warnings go to `err`.
 pub fn download_pack(
     req: &DownloadRequest,

@@ -1,18 +1,18 @@
-//! Catalog packs (SPEC §14): a vendor serves its curated playbooks, and a
+//! Catalog packs ([§14](docs/catalog.md#s14)): a vendor serves its curated playbooks, and a
 //! customer downloads each one sealed for the customer's own license.
 //!
 //! - [`Catalog`]: the playbooks of a directory, **compiled once** at start-up
-//!   with every check of SPEC §4.2 that does not depend on a license
+//!   with every check of [§4.2](docs/formats.md#s4-2) that does not depend on a license
 //!   ([`crate::compile_in_memory`] with
 //!   [`Entitlement::PerLicense`]); a broken playbook stops start-up
 //!   with its own error. Per request, [`Catalog::seal_for`] runs the license
-//!   halves of §4.2 (the pack id against `licensed_packs`, the solvers against
+//!   halves of [§4.2](docs/formats.md#s4-2) (the pack id against `licensed_packs`, the solvers against
 //!   `licensed_solvers`) and **seals** the compiled plaintext with the key
 //!   derived from that license's content key, bound to its `license_id`
 //!   ([`crate::CompiledPlaybook::seal`]).
 //! - [`server`]: `helixor-pack catalog serve`, the HTTP API (axum).
 //! - [`client`]: `helixor-pack download-pack`, which runs every load-time
-//!   check of SPEC §5 on the answer before writing it.
+//!   check of [§5](docs/formats.md#s5) on the answer before writing it.
 //!
 //! The catalog never needs the vendor's signing key: it verifies licenses
 //! with the issuer **public** keys, and a pack is sealed with the content key
@@ -72,7 +72,7 @@ impl std::fmt::Debug for Catalog {
 
 /// Whether a directory entry is a playbook of the catalog: `*.yaml` or
 /// `*.yml`, not hidden, and not a policy test file (`*.test.yaml` beside
-/// its playbook, SPEC §13).
+/// its playbook, [§13](docs/policy-tests.md#s13)).
 fn is_playbook_name(name: &str) -> bool {
     !name.starts_with('.')
         && (name.ends_with(".yaml") || name.ends_with(".yml"))
@@ -81,7 +81,7 @@ fn is_playbook_name(name: &str) -> bool {
 }
 
 impl Catalog {
-    /// Compiles every playbook of `dir` (SPEC §4.2 without the license's
+    /// Compiles every playbook of `dir` ([§4.2](docs/formats.md#s4-2) without the license's
     /// steps). The first broken playbook is the error; two playbooks with
     /// one pack id are a `CompilerError` naming both; a missing directory or
     /// one with no playbook is a `PackNotFoundError` (a catalog of nothing).
@@ -201,7 +201,7 @@ impl Catalog {
         self.packs.is_empty()
     }
 
-    /// Parses a license sent in a request and checks it as SPEC §5 step 1
+    /// Parses a license sent in a request and checks it as [§5](docs/formats.md#s5) step 1
     /// does: its signature against the catalog's issuer keys, then its
     /// validity window at `now`.
     pub fn verify_license(
@@ -216,7 +216,7 @@ impl Catalog {
     /// The pack `pack_id` sealed for `license` (already verified): a
     /// `PackNotFoundError` for an id the catalog does not hold, a
     /// `LicenseEntitlementError` when `licensed_packs` do not allow the pack
-    /// or `licensed_solvers` one of its solvers (SPEC §4.2 steps 4 and 5).
+    /// or `licensed_solvers` one of its solvers ([§4.2](docs/formats.md#s4-2) steps 4 and 5).
     pub fn seal_for(&self, pack_id: &str, license: &VerifiedLicense) -> Result<Vec<u8>, Error> {
         let playbook = self
             .packs
@@ -311,7 +311,7 @@ mod tests {
             .unwrap();
         let a = catalog.seal_for("custom.ids.v1", &license).unwrap();
         let b = catalog.seal_for("custom.ids.v1", &license).unwrap();
-        // A fresh nonce each time; both open with the license (SPEC §5).
+        // A fresh nonce each time; both open with the license ([§5](docs/formats.md#s5)).
         assert_ne!(a, b);
         for bytes in [&a, &b] {
             let pack = crate::pack::load_pack(bytes, "t", &license).unwrap();

@@ -1,6 +1,6 @@
-//! `helixor-pack catalog serve` (SPEC §14): the catalog's HTTP API, with the
-//! conventions of serve mode (SPEC §9.4): one route table, JSON error bodies
-//! `{"error": NAME, "message": ...}` with the names of §4.3, the body capped
+//! `helixor-pack catalog serve` ([§14](docs/catalog.md#s14)): the catalog's HTTP API, with the
+//! conventions of serve mode ([§9.4](docs/http-api.md#s9-4)): one route table, JSON error bodies
+//! `{"error": NAME, "message": ...}` with the names of [§4.3](docs/errors.md#s4-3), the body capped
 //! before it is parsed, `x-request-id`, serve's accept loop with its
 //! connection limits (a request head within 5 s, at most 4096 connections,
 //! 60 s idle), graceful shutdown on `SIGTERM`.
@@ -83,13 +83,13 @@ pub static ROUTES: &[Route<CatalogRef>] = &[
     },
 ];
 
-/// Largest request body: a license file (SPEC §2 caps those at 64 KiB).
+/// Largest request body: a license file ([§2](docs/formats.md#s2) caps those at 64 KiB).
 pub const MAX_BODY_BYTES: usize = crate::license::MAX_LICENSE_BYTES as usize;
 /// A request that has not been answered in this time gets 503.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 /// Time requests in flight get after `SIGTERM`.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
-/// The connection limits of serve mode's defaults (SPEC §9.1): 4096
+/// The connection limits of serve mode's defaults ([§9.1](docs/configuration.md#s9-1)): 4096
 /// connections at once, 5 s for a request head (slowloris), 60 s idle, 10 s
 /// for a client to read any of its answer.
 pub const CONNECTION_LIMITS: ConnLimits = ConnLimits {
@@ -104,7 +104,7 @@ pub const CONNECTION_LIMITS: ConnLimits = ConnLimits {
 pub struct CatalogServeOptions {
     /// The directory of playbooks (`*.yaml`, `*.yml`).
     pub playbooks: PathBuf,
-    /// The issuer public keys that verify customers' licenses (SPEC §2 form).
+    /// The issuer public keys that verify customers' licenses ([§2](docs/formats.md#s2) form).
     pub issuer_keys: PathBuf,
     /// Address to listen on; `None`: [`DEFAULT_LISTEN`].
     pub listen: Option<String>,
@@ -207,7 +207,7 @@ pub async fn run(catalog: Arc<Catalog>, listen: SocketAddr) -> Result<u8, Error>
 }
 
 /// The HTTP status of a catalog error: 403 for every `License*` name (the
-/// license sent is refused), else as serve mode answers it (SPEC §9.4).
+/// license sent is refused), else as serve mode answers it ([§9.4](docs/http-api.md#s9-4)).
 pub fn catalog_status(name: ErrorName) -> StatusCode {
     if name.exit_code() == 4 {
         StatusCode::FORBIDDEN
@@ -423,7 +423,7 @@ async fn seal_request(
     })?;
     check_content_type(req.headers())?;
     let body = read_license_body(req).await?;
-    // Malformed JSON, or a key twice, is a 400 as on every JSON route (§9.1);
+    // Malformed JSON, or a key twice, is a 400 as on every JSON route ([§9.1](docs/configuration.md#s9-1));
     // JSON that is not a valid license is a 403 `LicenseError` below.
     match parse_strict(&body) {
         Ok(mut v) => wipe(&mut v),

@@ -491,7 +491,7 @@ proptest! {
         }
     }
 
-    /// The SPEC's three weighted examples and the letter validators detect
+    /// The three weighted examples of [§16.2](docs/codons.md#s16-2) and the letter validators detect
     /// every single-digit error too (their weights are units of the modulus).
     /// `kr_rrn` and `jp_my_number` do not: their check digit folds two sums
     /// mod 11 into one digit (their oracle cases list the near misses that

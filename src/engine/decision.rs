@@ -1,4 +1,4 @@
-//! The decision object of SPEC §6.4 and its parts. Borrowed from the
+//! The decision object of [§6.4](docs/evaluation.md#s6-4) and its parts. Borrowed from the
 //! evaluator where it can be, so a request allocates only what it returns.
 
 use serde::Serialize;
@@ -32,7 +32,7 @@ pub enum Source {
     Rule,
     /// One of the built-in hard rules.
     Builtin,
-    /// A hard rule of a version-2 playbook's own (SPEC §16.3).
+    /// A hard rule of a version-2 playbook's own ([§16.3](docs/codons.md#s16-3)).
     #[serde(rename = "hard_rule")]
     HardRule,
 }
@@ -58,7 +58,7 @@ pub struct Trigger<'e> {
     pub spans: Vec<[usize; 2]>,
 }
 
-/// The outcome of evaluating one payload (SPEC §6.4).
+/// The outcome of evaluating one payload ([§6.4](docs/evaluation.md#s6-4)).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Decision<'e> {
     /// The deciding action, or `permit_clean_payload`.
@@ -82,7 +82,7 @@ pub struct Decision<'e> {
     /// Engine time in microseconds.
     pub latency_us: f64,
     /// Whether rules ran on a normalized view that differed from the text
-    /// (SPEC §15); written only when true.
+    /// ([§15](docs/evasion.md#s15)); written only when true.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub normalized: bool,
 }

@@ -1,4 +1,4 @@
-//! The evaluation engine (SPEC §6): built once per pack load, shared
+//! The evaluation engine ([§6](docs/evaluation.md#s6)): built once per pack load, shared
 //! read-only by every request. One pass over the payload's bytes rules out
 //! every rule whose required bytes are absent; only the others are searched
 //! for spans. Never logs, stores or returns a matched value.
@@ -177,7 +177,7 @@ pub struct Evaluator {
     pack_version: String,
     /// Custom rules in file order, then the program's codons.
     matchers: Vec<Matcher>,
-    /// The codons and hard rules the pack runs (SPEC §6.1, §16).
+    /// The codons and hard rules the pack runs ([§6.1](docs/evaluation.md#s6-1), [§16](docs/codons.md#s16)).
     program: Arc<Program>,
     /// Whether the stream engine runs `program` incrementally
     /// (`Program::streams_natively`); a stream of any other program is
@@ -219,7 +219,7 @@ impl Evaluator {
     }
 
     /// Builds the evaluator of a pack from its validated custom rules and
-    /// the codons and hard rules it runs (SPEC §16).
+    /// the codons and hard rules it runs ([§16](docs/codons.md#s16)).
     pub fn with_program(
         pack_id: &str,
         pack_version: &str,
@@ -360,12 +360,12 @@ impl Evaluator {
         self.rules.len()
     }
 
-    /// Evaluates `text` (SPEC §6) and times the engine call.
+    /// Evaluates `text` ([§6](docs/evaluation.md#s6)) and times the engine call.
     pub fn evaluate(&self, text: &str) -> Decision<'_> {
         self.evaluate_with(text, Normalize::None)
     }
 
-    /// Evaluates `text` with the given matching (SPEC §6, §15) and times
+    /// Evaluates `text` with the given matching ([§6](docs/evaluation.md#s6), [§15](docs/evasion.md#s15)) and times
     /// the engine call. With [`Normalize::Evasion`], rules run on the
     /// normalized view when it differs from the text; spans, redactions and
     /// `clean_text` refer to the original text, and the receipt hashes it.
@@ -380,7 +380,7 @@ impl Evaluator {
         decision
     }
 
-    /// Whether some rule could match `text` (through the SPEC §15 view with
+    /// Whether some rule could match `text` (through the [§15](docs/evasion.md#s15) view with
     /// [`Normalize::Evasion`]): `false` means [`Evaluator::evaluate_with`]
     /// decides it clean, which a caller judging many short strings (a
     /// gateway body's keys-like values: roles, model names) learns from one
@@ -394,14 +394,14 @@ impl Evaluator {
         self.required.scan(bytes).iter().any(|&w| w != 0)
     }
 
-    /// The redacted text `W(T)` of SPEC §11.1: `text` with the matches of
-    /// every rule, FATAL ones included, replaced by the §6.3 sweep (what a
+    /// The redacted text `W(T)` of [§11.1](docs/streaming.md#s11-1): `text` with the matches of
+    /// every rule, FATAL ones included, replaced by the [§6.3](docs/evaluation.md#s6-3) sweep (what a
     /// stream session releases in all when it is not blocked).
     pub fn redacted_text(&self, text: &str) -> String {
         self.redacted_text_with(text, Normalize::None)
     }
 
-    /// [`Evaluator::redacted_text`] with the given matching (SPEC §15).
+    /// [`Evaluator::redacted_text`] with the given matching ([§15](docs/evasion.md#s15)).
     pub fn redacted_text_with(&self, text: &str, normalize: Normalize) -> String {
         let view = match normalize {
             Normalize::None => None,
@@ -413,7 +413,7 @@ impl Evaluator {
         }
         if !self.native {
             // A codon's values count only in the triggers of the hard rules
-            // whose conditions hold (SPEC §16.3): W(T) replaces those.
+            // whose conditions hold ([§16.3](docs/codons.md#s16-3)): W(T) replaces those.
             let (_, all) = self.triggers_of(&found, |_| Vec::new(), true);
             return redact(text, view.as_ref(), &all);
         }
@@ -486,7 +486,7 @@ impl Evaluator {
     }
 
     /// [`Evaluator::evaluate_with`] and, when it has a FATAL trigger and
-    /// `want_redacted`, the redacted text W(T) (SPEC §11.1) from the same
+    /// `want_redacted`, the redacted text W(T) ([§11.1](docs/streaming.md#s11-1)) from the same
     /// search: what a whole-mode stream session needs at its end, judging
     /// the text once. (Without a FATAL trigger W(T) is the `clean_text`.)
     pub(super) fn judge_whole(
@@ -557,9 +557,9 @@ impl Evaluator {
     }
 
     /// The triggers of the matches `found` (custom rules in file order,
-    /// then hard rules whose conditions hold, SPEC §6.1, §16.3), their spans
+    /// then hard rules whose conditions hold, [§6.1](docs/evaluation.md#s6-1), [§16.3](docs/codons.md#s16-3)), their spans
     /// converted by `original`, and the byte spans of the WARNING triggers
-    /// (of every trigger with `all`: W(T)) for the §6.3 sweep.
+    /// (of every trigger with `all`: W(T)) for the [§6.3](docs/evaluation.md#s6-3) sweep.
     fn triggers_of<'e, 'f>(
         &'e self,
         found: &'f [Vec<(usize, usize)>],
@@ -707,7 +707,7 @@ impl Evaluator {
     /// The value of matcher `i`'s match `text[s..e]` if it counts (what a
     /// stream session commits): the match itself for a custom rule that
     /// passes its validator, a codon's value (its group, through its
-    /// checks, SPEC §16.1) for a codon. `text` holds, before `s`, at least
+    /// checks, [§16.1](docs/codons.md#s16-1)) for a codon. `text` holds, before `s`, at least
     /// [`Evaluator::context_chars`] code points or the start of the text.
     fn value_of(
         &self,
@@ -844,7 +844,7 @@ impl Evaluator {
     }
 }
 
-/// A codon's values among its pattern's matches `spans` (SPEC §16.1): the
+/// A codon's values among its pattern's matches `spans` ([§16.1](docs/codons.md#s16-1)): the
 /// group's span, when it took part, if the value passes the codon's
 /// checks. A dropped match lets no overlapping later one through: the
 /// matches were found before any was judged.
@@ -995,7 +995,7 @@ fn code_point_spans(text: &str, spans: &[(usize, usize)], ascii: bool) -> Vec<[u
 /// A redaction item: byte span, sort key (trigger order, codon), placeholder.
 type Item<'a> = (usize, usize, (usize, usize), &'a str);
 
-/// The §6.3 sweep: sorts `items` by start, then end descending, then key, and
+/// The [§6.3](docs/evaluation.md#s6-3) sweep: sorts `items` by start, then end descending, then key, and
 /// merges overlapping ones into regions `(start, end, placeholder)`, the
 /// placeholder being that of the region's first item.
 fn sweep<'a>(items: &mut [Item<'a>]) -> Vec<(usize, usize, &'a str)> {
@@ -1010,7 +1010,7 @@ fn sweep<'a>(items: &mut [Item<'a>]) -> Vec<(usize, usize, &'a str)> {
     regions
 }
 
-/// A region of a text that a placeholder replaces (SPEC §6.3): bytes
+/// A region of a text that a placeholder replaces ([§6.3](docs/evaluation.md#s6-3)): bytes
 /// `start..end`. The placeholder is borrowed (`&str`) where the region is
 /// written at once, owned (`String`) where it waits (a stream's regions
 /// mapped to the original text).
@@ -1040,7 +1040,7 @@ type Spans<'s, 'a> = (&'s [(usize, usize)], (usize, usize), &'a str);
 /// merging lists (a merge step scans every list's head).
 const MERGE_SOURCES: usize = 8;
 
-/// The §6.3 sweep of [`sweep`] over `sources` without building its items:
+/// The [§6.3](docs/evaluation.md#s6-3) sweep of [`sweep`] over `sources` without building its items:
 /// each source is already sorted, and no two sources share a key, so merging
 /// them by (start, end descending, key) gives the order the sort gives, and
 /// the same regions, each passed to `emit` as (start, end, placeholder).
@@ -1097,7 +1097,7 @@ fn merge_regions<'a>(sources: &[Spans<'_, 'a>], mut emit: impl FnMut(usize, usiz
     }
 }
 
-/// Replaces WARNING matches by placeholders, merging overlaps (SPEC §6.3).
+/// Replaces WARNING matches by placeholders, merging overlaps ([§6.3](docs/evaluation.md#s6-3)).
 /// With a `view`, the sources are spans of the view: the regions are swept
 /// there, then mapped to `text` and merged again where they meet.
 fn redact(text: &str, view: Option<&normalize::View>, sources: &[Spans<'_, '_>]) -> String {

@@ -1,4 +1,4 @@
-//! The evasion view of SPEC §15: the text rules run on when a request asks
+//! The evasion view of [§15](docs/evasion.md#s15): the text rules run on when a request asks
 //! for `normalize: evasion`, and the map that takes a match in it back to
 //! the original code points. A pure text transformation: it knows nothing of
 //! rules, and never logs or keeps a payload beyond the call or the session
@@ -86,14 +86,14 @@ use unicode_properties::{GeneralCategory, UnicodeGeneralCategory};
 use unicode_script::{Script, UnicodeScript};
 use unicode_security::mixed_script::AugmentedScriptSet;
 
-/// How a text is matched (SPEC §15): as written, or through the evasion view.
+/// How a text is matched ([§15](docs/evasion.md#s15)): as written, or through the evasion view.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Normalize {
-    /// The reference semantics (§6): rules see the text as written.
+    /// The reference semantics ([§6](docs/evaluation.md#s6)): rules see the text as written.
     #[default]
     None,
-    /// Rules see the §15 view; spans and redactions cover the original text.
+    /// Rules see the [§15](docs/evasion.md#s15) view; spans and redactions cover the original text.
     Evasion,
 }
 
@@ -1371,7 +1371,7 @@ impl View {
 }
 
 /// Adds the region `[s, e)` to `regions` (sorted, disjoint), merging it into
-/// the last one when they overlap: the §6.3 rule, applied again once regions
+/// the last one when they overlap: the [§6.3](docs/evaluation.md#s6-3) rule, applied again once regions
 /// of the view have been mapped to the original text (two view regions can
 /// meet inside one segment).
 pub(super) fn push_region<P>(regions: &mut Vec<Region<P>>, s: usize, e: usize, p: P) {

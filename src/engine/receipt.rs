@@ -1,4 +1,4 @@
-//! The `helixor.decision_receipt.v1` fingerprint (SPEC §6.4), byte-compatible
+//! The `helixor.decision_receipt.v1` fingerprint ([§6.4](docs/evaluation.md#s6-4)), byte-compatible
 //! with Python's `json.dumps(..., sort_keys=True, separators=(",", ":"))`.
 
 use crate::canonical::{write_str, Escaping};

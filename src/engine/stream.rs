@@ -1,4 +1,4 @@
-//! Stream sessions (SPEC §11.1): evaluate a text that arrives in pieces and
+//! Stream sessions ([§11.1](docs/streaming.md#s11-1)): evaluate a text that arrives in pieces and
 //! release its redacted form as soon as no continuation could change it.
 //! Never releases a character that a later piece could turn into part of a
 //! match, never logs or stores a matched value, and never rescans released
@@ -27,7 +27,7 @@
 //! position and the DFA state reached from it. Every start before the
 //! earliest live start is settled, so the exact regex finds the committed
 //! matches there and moves `p` past them; the session releases the text
-//! before the earliest live start of any rule, redacted by the §6.3 sweep.
+//! before the earliest live start of any rule, redacted by the [§6.3](docs/evaluation.md#s6-3) sweep.
 //! The total work is linear in the text, however it is cut. Each part has
 //! its own module, whose doc holds that part's design:
 //!
@@ -48,7 +48,7 @@
 //! - [`mask`]: the sets of rules that a push combines for all rules at
 //!   once, and the bit that the 64th rule and those after it share;
 //! - [`normalized`]: the original-text side of a session with
-//!   normalization (SPEC §15);
+//!   normalization ([§15](docs/evasion.md#s15));
 //! - [`spans`]: the committed matches in code points, for the decision;
 //! - [`whole`]: a pack the incremental engine cannot run, held and judged
 //!   once at the end;
@@ -110,7 +110,7 @@ pub const COST_REASON: &str = "Stream cost limit exceeded";
 /// Action of a session stopped for spending more than `max_session_ms`.
 pub const COST_ACTION: &str = "block_stream_cost_limit";
 
-/// Options of a session (SPEC §11.1).
+/// Options of a session ([§11.1](docs/streaming.md#s11-1)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct StreamOptions {
     /// Block as soon as a FATAL match is final (default); otherwise redact it.
@@ -120,7 +120,7 @@ pub struct StreamOptions {
     pub lookahead_chars: usize,
     /// Fail closed when more than this many code points are held back.
     pub max_holdback_chars: usize,
-    /// Match through the evasion view (SPEC §15): releases are the original
+    /// Match through the evasion view ([§15](docs/evasion.md#s15)): releases are the original
     /// text, redacted where the view matched.
     pub normalize: Normalize,
     /// Engine time the session may spend, in milliseconds, over all its
@@ -294,12 +294,12 @@ impl Evaluator {
         session.finish();
     }
 
-    /// Starts a stream session (SPEC §11.1) on this pack, borrowing it.
+    /// Starts a stream session ([§11.1](docs/streaming.md#s11-1)) on this pack, borrowing it.
     pub fn stream(&self, opts: StreamOptions) -> StreamSession<'_> {
         Session::new(self, opts)
     }
 
-    /// Starts a stream session (SPEC §11.1) on this pack that keeps a clone
+    /// Starts a stream session ([§11.1](docs/streaming.md#s11-1)) on this pack that keeps a clone
     /// of the `Arc` instead of a borrow, so it can be held for as long as the
     /// stream lasts (moved into a task or a thread, kept across messages).
     pub fn stream_owned(self: &Arc<Self>, opts: StreamOptions) -> OwnedStreamSession {
@@ -326,7 +326,7 @@ impl<E: Deref<Target = Evaluator>> Session<E> {
         }
     }
 
-    /// Appends `piece` and returns what can be released now (SPEC §11.1).
+    /// Appends `piece` and returns what can be released now ([§11.1](docs/streaming.md#s11-1)).
     /// Nothing is released once the session is blocked or finished.
     ///
     /// A blocked session still judges what is pushed (releasing nothing),
@@ -505,7 +505,7 @@ impl<E: Deref<Target = Evaluator>> Session<E> {
         self.spent
     }
 
-    /// The decision of the whole text (SPEC §6.4), once [`Self::finish`] has
+    /// The decision of the whole text ([§6.4](docs/evaluation.md#s6-4)), once [`Self::finish`] has
     /// been called: the session's own, from the matches it committed, equal
     /// to [`Evaluator::evaluate_with`] on everything pushed (blocked or not)
     /// but for `clean_text` and `latency_us`. `clean_text` is
@@ -585,7 +585,7 @@ impl<E: Deref<Target = Evaluator>> Session<E> {
     }
 
     /// Whether the session matched through a view that differed from the
-    /// text so far (SPEC §15).
+    /// text so far ([§15](docs/evasion.md#s15)).
     pub fn normalized(&self) -> bool {
         if self.core.whole {
             return self.core.judged.as_ref().is_some_and(|j| j.normalized);

@@ -1,4 +1,4 @@
-//! Issuing (SPEC §2, §8 `license keygen|issue`): Ed25519 issuer key pairs and
+//! Issuing ([§2](docs/formats.md#s2), [§8](docs/cli.md#s8) `license keygen|issue`): Ed25519 issuer key pairs and
 //! signed licenses for self-hosted deployments, tests and the demo. The
 //! secret seed is held in zeroizing memory and only ever written to `.key`.
 

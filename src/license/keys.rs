@@ -1,4 +1,4 @@
-//! Trusted issuer public keys (SPEC §2): a JSON file or a directory of
+//! Trusted issuer public keys ([§2](docs/formats.md#s2)): a JSON file or a directory of
 //! `<key_id>.pub` files, found by the lookup order. Never reads `.key` files.
 
 use super::{home_dir, LicenseError};

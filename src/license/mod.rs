@@ -1,4 +1,4 @@
-//! Licenses (SPEC §2): parsing, Ed25519 verification against configured
+//! Licenses ([§2](docs/formats.md#s2)): parsing, Ed25519 verification against configured
 //! issuer keys, the validity window, entitlements and the lookup order.
 //! Holds the content key in zeroizing memory; never prints or logs it.
 
@@ -22,14 +22,14 @@ use zeroize::{Zeroize, Zeroizing};
 
 /// The `format` value of a version-1 license.
 pub const LICENSE_FORMAT: &str = "helixor.license.v1";
-/// Largest license file read (SPEC §2).
+/// Largest license file read ([§2](docs/formats.md#s2)).
 pub const MAX_LICENSE_BYTES: u64 = 64 * 1024;
 /// Environment variable naming the license file.
 pub const LICENSE_ENV: &str = "HELIXOR_LICENSE_FILE";
 /// The feature that allows compiling and loading any pack id.
 pub const FEATURE_CUSTOM_COMPILATION: &str = "custom_playbook_compilation";
 
-/// License-layer errors: the `License*` names of SPEC §4.3.
+/// License-layer errors: the `License*` names of [§4.3](docs/errors.md#s4-3).
 #[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
 pub enum LicenseError {
     /// No license at any place of the lookup order, or an explicit path is missing.
@@ -142,7 +142,7 @@ pub enum Window {
     Expired,
 }
 
-/// Formats a time as SPEC §1 writes it: UTC, `Z`, whole seconds.
+/// Formats a time as [§1](docs/formats.md#s1) writes it: UTC, `Z`, whole seconds.
 pub fn format_time(t: OffsetDateTime) -> String {
     let t = t.to_offset(time::UtcOffset::UTC);
     format!(
@@ -323,7 +323,7 @@ impl License {
         (self.not_after - now).whole_seconds().max(0)
     }
 
-    /// Whether the license may compile and load `pack_id` (SPEC §4.2 step 4, §5 step 3).
+    /// Whether the license may compile and load `pack_id` ([§4.2](docs/formats.md#s4-2) step 4, [§5](docs/formats.md#s5) step 3).
     pub fn check_pack(&self, pack_id: &str) -> Result<(), LicenseError> {
         if self
             .features
@@ -340,7 +340,7 @@ impl License {
         }
     }
 
-    /// Whether the license may download `pack_id` from a catalog (SPEC §14):
+    /// Whether the license may download `pack_id` from a catalog ([§14](docs/catalog.md#s14)):
     /// only a `licensed_packs` pattern grants it; the
     /// `custom_playbook_compilation` feature (compiling one's own playbooks)
     /// does not grant a vendor's catalog packs.
@@ -369,7 +369,7 @@ impl License {
         Ok(())
     }
 
-    /// Reads, verifies and window-checks the license at `path` (SPEC §5 step 1).
+    /// Reads, verifies and window-checks the license at `path` ([§5](docs/formats.md#s5) step 1).
     pub fn load(
         path: &Path,
         keys: &IssuerKeys,
@@ -379,7 +379,7 @@ impl License {
         Self::verified(&bytes, &path.display().to_string(), || Ok(keys), now)
     }
 
-    /// SPEC §5 step 1, the one path from a license's bytes to a license
+    /// [§5](docs/formats.md#s5) step 1, the one path from a license's bytes to a license
     /// that may open packs, whoever read the bytes (a file, a deployment
     /// snapshot, a catalog request): parse them (`name` is used in
     /// messages), then take the issuer keys, verify the signature and check
@@ -404,7 +404,7 @@ impl License {
 }
 
 /// A license whose signature verified against the trusted issuer keys and
-/// that was inside its validity window when checked (SPEC §5 step 1): what
+/// that was inside its validity window when checked ([§5](docs/formats.md#s5) step 1): what
 /// every function that opens or seals a pack takes, so that an unverified
 /// license cannot reach the content key.
 ///
@@ -484,7 +484,7 @@ pub struct LicenseArgs {
 }
 
 impl LicenseArgs {
-    /// Finds, reads, verifies and window-checks the license (SPEC §5 step 1).
+    /// Finds, reads, verifies and window-checks the license ([§5](docs/formats.md#s5) step 1).
     pub fn load(&self, now: OffsetDateTime) -> Result<VerifiedLicense, LicenseError> {
         self.load_with_bytes(now).map(|(lic, _)| lic)
     }
@@ -510,7 +510,7 @@ pub(crate) fn home_dir() -> Option<PathBuf> {
         .map(PathBuf::from)
 }
 
-/// Finds the license file (SPEC §2 lookup order): `explicit`, then
+/// Finds the license file ([§2](docs/formats.md#s2) lookup order): `explicit`, then
 /// `$HELIXOR_LICENSE_FILE`, then `./helixor.hxlic`, `~/.helixor/helixor.hxlic`,
 /// `~/.helixor/helixor.lic`. An explicit choice never falls back.
 pub fn resolve_license_path(explicit: Option<&Path>) -> Result<PathBuf, LicenseError> {

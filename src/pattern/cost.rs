@@ -1,4 +1,4 @@
-//! The pattern cost check of SPEC §11.4: a deterministic measure of the
+//! The pattern cost check of [§11.4](docs/limits.md#s11-4): a deterministic measure of the
 //! work a pattern makes the engine do on adversarial texts, computed at
 //! compile and at load. It reads only the pattern (never a payload, never
 //! the engine's caches) and its reasons never quote the pattern.
@@ -11,7 +11,7 @@
 //! build and under any load:
 //!
 //! The engine finds a rule's matches with `find_iter` over a
-//! `regex_automata::meta::Regex` (SPEC §6.1). Whatever literal shortcuts
+//! `regex_automata::meta::Regex` ([§6.1](docs/evaluation.md#s6-1)). Whatever literal shortcuts
 //! the meta regex takes, its core is a lazy DFA: a forward leftmost-first
 //! search reads bytes until the automaton is *dead* (no higher-priority
 //! match can still come), then a reverse search reads back to the match's
@@ -90,7 +90,7 @@
 //!
 //! The thresholds keep one accepted rule's search within about 100 ms on
 //! its worst 1 MiB probe, where the refused ones take from 0.2 s to over an
-//! hour (BENCHMARKS.md, "Pattern cost (§11.4)"). A probe can only show
+//! hour (BENCHMARKS.md, "Pattern cost ([§11.4](docs/limits.md#s11-4))"). A probe can only show
 //! what it contains: this is a measure on chosen adversarial texts, not a
 //! proof over every text. The guided search's rejected proposals are not
 //! priced: that path is bounded by construction instead, for the shapes
@@ -109,7 +109,7 @@ use regex_syntax::hir::{literal, Class, Hir, HirKind};
 /// Most DFA transitions (forward and reverse) per probe byte.
 pub const MAX_SCAN_FACTOR: usize = 8;
 /// The most a probe byte may cost in the engine's estimated time, in
-/// nanoseconds: 100 ms for 1 MiB (SPEC §11.4).
+/// nanoseconds: 100 ms for 1 MiB ([§11.4](docs/limits.md#s11-4)).
 pub const MAX_NS_PER_BYTE: usize = 95;
 /// Estimated cost of one DFA transition (a cached lazy-DFA step), in ns.
 const NS_PER_TRANSITION: usize = 3;
@@ -344,7 +344,7 @@ pub enum PackCostError {
     Together(PackCost),
 }
 
-/// The pack check of SPEC §11.4: the engine runs every rule and codon of a
+/// The pack check of [§11.4](docs/limits.md#s11-4): the engine runs every rule and codon of a
 /// pack over the same payload, so their costs add up. Each pattern's probe
 /// texts (and pseudo-random texts over all their alphabets) are run through
 /// every pattern, priced as the engine spends on a pack:
@@ -594,7 +594,7 @@ struct Run {
 
 impl Model {
     fn new(hir: &Hir) -> Result<Self, String> {
-        // The NFAs exactly as the meta regex compiles them (SPEC §4.2 limits).
+        // The NFAs exactly as the meta regex compiles them ([§4.2](docs/formats.md#s4-2) limits).
         let config = thompson::Config::new()
             .nfa_size_limit(Some(PATTERN_SIZE_LIMIT))
             .shrink(false)
@@ -962,7 +962,7 @@ mod tests {
 
     #[test]
     fn nested_counted_repetition_is_refused() {
-        // SPEC §11.4's example: the DFA builds a new state of thousands of
+        // [§11.4](docs/limits.md#s11-4)'s example: the DFA builds a new state of thousands of
         // NFA states for every byte of a run of `a`.
         for p in [
             r"(a{1,100}){1,100}b",

@@ -1,4 +1,4 @@
-//! The test file format of SPEC §13, read strictly: an unknown key, a value
+//! The test file format of [§13](docs/policy-tests.md#s13), read strictly: an unknown key, a value
 //! of the wrong type, a missing `cases` or an `expect` that checks nothing is
 //! an error naming the file, the field and (for what YAML locates) the line,
 //! so that a typo never passes as a test. Reads files only; runs nothing.
@@ -46,9 +46,9 @@ pub enum Target {
     Pack {
         /// The `.hxpack` file.
         pack: PathBuf,
-        /// `license:`, else the command line's and SPEC §2's lookup order.
+        /// `license:`, else the command line's and [§2](docs/formats.md#s2)'s lookup order.
         license: Option<PathBuf>,
-        /// `issuer_keys:`, else the command line's and SPEC §2's lookup order.
+        /// `issuer_keys:`, else the command line's and [§2](docs/formats.md#s2)'s lookup order.
         issuer_keys: Option<PathBuf>,
     },
 }
@@ -70,7 +70,7 @@ pub struct Case {
     pub name: String,
     /// The payload, taken as written.
     pub text: String,
-    /// How it is matched (SPEC §15; `normalize: evasion`), `none` by default.
+    /// How it is matched ([§15](docs/evasion.md#s15); `normalize: evasion`), `none` by default.
     pub normalize: Normalize,
     /// What to check; at least one key.
     pub expect: Expect,
@@ -97,7 +97,7 @@ impl ExpectedSeverity {
     }
 }
 
-/// What a case checks: any subset of the decision's fields (SPEC §13). A
+/// What a case checks: any subset of the decision's fields ([§13](docs/policy-tests.md#s13)). A
 /// key that is absent is not checked; `severity: null` and `reason: null`
 /// expect a permit's nulls.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]

@@ -1,6 +1,6 @@
-//! Policy tests (SPEC §13): finds `*.test.yaml` files, reads each one, builds
-//! its evaluator through the compiler's in-memory path (every check of §4.2
-//! but the license's) or the pack loader (every check of §5), runs its cases
+//! Policy tests ([§13](docs/policy-tests.md#s13)): finds `*.test.yaml` files, reads each one, builds
+//! its evaluator through the compiler's in-memory path (every check of [§4.2](docs/formats.md#s4-2)
+//! but the license's) or the pack loader (every check of [§5](docs/formats.md#s5)), runs its cases
 //! through that evaluator and compares each decision with what the case
 //! expects. It never evaluates text by itself, never seals or writes a pack,
 //! and reports only the test author's own texts and the decision's fields.
@@ -32,11 +32,11 @@ pub const TEST_FILE_SUFFIX: &str = ".test.yaml";
 /// dependency trees that hold no policy tests but can be huge.
 pub const SKIPPED_DIRS: [&str; 2] = ["target", "node_modules"];
 
-/// Errors of the test runner itself (SPEC §4.3 names; errors of the
+/// Errors of the test runner itself ([§4.3](docs/errors.md#s4-3) names; errors of the
 /// playbooks, packs and licenses under test keep their own).
 #[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
 pub enum PolicyTestError {
-    /// A test file that cannot be read or does not follow SPEC §13
+    /// A test file that cannot be read or does not follow [§13](docs/policy-tests.md#s13)
     /// (`CompilerError`, exit 3).
     #[error("{0}")]
     TestFile(String),
@@ -121,7 +121,7 @@ impl Named for PolicyTestError {
     }
 }
 
-/// Finds the test files in `paths` (SPEC §13): a file is taken as a test
+/// Finds the test files in `paths` ([§13](docs/policy-tests.md#s13)): a file is taken as a test
 /// file whatever its name (it was named on purpose); a directory is searched
 /// recursively for `*.test.yaml`, in name order, without following links to
 /// directories and without entering [`SKIPPED_DIRS`] or hidden directories.
@@ -195,20 +195,20 @@ pub struct Subject {
     /// The pack id.
     pub pack_id: String,
     /// Every rule a case can trigger: custom rule ids in file order, then
-    /// the built-in hard rules (which every pack runs, SPEC §6.1).
+    /// the built-in hard rules (which every pack runs, [§6.1](docs/evaluation.md#s6-1)).
     pub rules: Vec<(String, RuleSource)>,
     /// The engine, shared by every test file naming the same subject.
     pub evaluator: Arc<Evaluator>,
 }
 
-/// Where a rule comes from, as decisions name it (SPEC §6.4 `source`).
+/// Where a rule comes from, as decisions name it ([§6.4](docs/evaluation.md#s6-4) `source`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RuleSource {
     /// A custom rule of the playbook.
     Rule,
     /// A built-in hard rule.
     Builtin,
-    /// A hard rule of a version-2 playbook's own (SPEC §16.3).
+    /// A hard rule of a version-2 playbook's own ([§16.3](docs/codons.md#s16-3)).
     HardRule,
 }
 
@@ -262,7 +262,7 @@ impl Loader {
     }
 
     /// The subject of `file`: its playbook compiled in memory without a
-    /// license, or its pack loaded with the license (SPEC §13). An error
+    /// license, or its pack loaded with the license ([§13](docs/policy-tests.md#s13)). An error
     /// names the test file as its context.
     pub fn subject(&mut self, file: &TestFile) -> Result<Arc<Subject>, PolicyTestError> {
         self.build(file).map_err(|e| PolicyTestError::Subject {
@@ -318,7 +318,7 @@ impl Loader {
         Ok(subject)
     }
 
-    /// `compile`'s checks in memory (SPEC §4.2 without the license), and the
+    /// `compile`'s checks in memory ([§4.2](docs/formats.md#s4-2) without the license), and the
     /// evaluator a pack of it would load to.
     fn compile(&mut self, playbook: &Path) -> Result<Subject, SubjectError> {
         let name = playbook.display().to_string();
@@ -347,7 +347,7 @@ impl Loader {
 
     /// The license of a `pack:` test file: its own `license:` and
     /// `issuer_keys:` where it names them, else the command line's and the
-    /// lookup orders of SPEC §2; verified and in its window (§5 step 1).
+    /// lookup orders of [§2](docs/formats.md#s2); verified and in its window ([§5](docs/formats.md#s5) step 1).
     fn license(
         &self,
         license: Option<&Path>,
@@ -582,7 +582,7 @@ pub struct Coverage {
 }
 
 /// The rules (custom and built-in hard rules) that no case of any file
-/// triggered, subject by subject (SPEC §13 `--coverage`).
+/// triggered, subject by subject ([§13](docs/policy-tests.md#s13) `--coverage`).
 pub fn coverage(results: &[FileResult]) -> Coverage {
     let mut order: Vec<&Arc<Subject>> = Vec::new();
     let mut triggered: Vec<HashSet<&str>> = Vec::new();

@@ -1,4 +1,4 @@
-//! Context words of a codon (SPEC §16.1 `context`): whether one of the
+//! Context words of a codon ([§16.1](docs/codons.md#s16-1) `context`): whether one of the
 //! words lies near a candidate value. It reads the text and the words only;
 //! it knows nothing of patterns, triggers or streams, and never logs.
 //!
@@ -7,7 +7,7 @@
 //! A codon's candidates can be dense (a nine-character token codon on 1 MiB
 //! of such tokens has 100,000), and each looks at up to 256 code points on
 //! either side for up to 64 words: looked for one by one, that cost 0.6 s a
-//! MiB, six times what SPEC §11.4 allows a whole pack. So the words are one
+//! MiB, six times what [§11.4](docs/limits.md#s11-4) allows a whole pack. So the words are one
 //! Aho-Corasick automaton, and a text is scanned once: [`Context::index`]
 //! lists every occurrence of any word in a range, in one pass whatever the
 //! number of words; a window then holds a word if the first occurrence
@@ -31,7 +31,7 @@
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
 use std::borrow::Cow;
 
-/// `context` of a codon (SPEC §16.1): a value counts only near one of the words.
+/// `context` of a codon ([§16.1](docs/codons.md#s16-1)): a value counts only near one of the words.
 #[derive(Clone)]
 pub struct Context {
     /// The words, as declared (matched case-insensitively).

@@ -1,4 +1,4 @@
-//! Bearer tokens (SPEC §9.1 `auth.tokens_file`): parsing the token file and
+//! Bearer tokens ([§9.1](docs/configuration.md#s9-1) `auth.tokens_file`): parsing the token file and
 //! checking `Authorization: Bearer` in constant time over SHA-256 digests.
 //! Never stores, logs or returns a token; does not read any other file.
 

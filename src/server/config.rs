@@ -1,4 +1,4 @@
-//! Serve configuration (SPEC §9.1): the YAML file, `HELIXOR_*` variables and
+//! Serve configuration ([§9.1](docs/configuration.md#s9-1)): the YAML file, `HELIXOR_*` variables and
 //! flags merged with the defaults, every value checked, errors naming the key.
 //! Reads only the configuration file; never touches licenses, packs or tokens.
 
@@ -120,7 +120,7 @@ pub struct Limits {
     pub max_body_bytes: usize,
     /// Most items in one batch.
     pub max_batch_items: usize,
-    /// Most strings judged in one gateway body or LiteLLM call (SPEC §12.4).
+    /// Most strings judged in one gateway body or LiteLLM call ([§12.4](docs/gateways.md#s12-4)).
     pub max_texts: usize,
     /// Time a request may take, in ms.
     pub request_timeout_ms: u64,
@@ -138,7 +138,7 @@ pub struct Limits {
     pub write_timeout_ms: u64,
 }
 
-/// `ext_proc.*` but `listen` (SPEC §9.1, §12.3).
+/// `ext_proc.*` but `listen` ([§9.1](docs/configuration.md#s9-1), [§12.3](docs/gateways.md#s12-3)).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ExtProcConfig {
     /// gRPC streams served at once: their own pool, never the HTTP routes'.
@@ -172,11 +172,11 @@ pub struct LogConfig {
 pub struct Config {
     /// Address to listen on.
     pub listen: SocketAddr,
-    /// License path; `None`: the §2 lookup order.
+    /// License path; `None`: the [§2](docs/formats.md#s2) lookup order.
     pub license: Option<PathBuf>,
     /// Directory of `*.hxpack` files.
     pub packs_dir: PathBuf,
-    /// Issuer keys path; `None`: the §2 lookup order.
+    /// Issuer keys path; `None`: the [§2](docs/formats.md#s2) lookup order.
     pub issuer_keys: Option<PathBuf>,
     /// Pack used when a request names none and several are loaded.
     pub default_pack: Option<String>,
@@ -190,7 +190,7 @@ pub struct Config {
     pub shutdown: ShutdownConfig,
     /// Logging.
     pub log: LogConfig,
-    /// Stream sessions (SPEC §11.1): most code points a session may hold
+    /// Stream sessions ([§11.1](docs/streaming.md#s11-1)): most code points a session may hold
     /// back before it blocks (fail closed).
     pub max_holdback_chars: usize,
     /// Engine time one stream session may spend, in ms, before it fails
@@ -199,12 +199,12 @@ pub struct Config {
     /// Time a stream's client may read nothing before it loses its stream,
     /// in ms (`stream.write_timeout_ms`).
     pub stream_write_timeout_ms: u64,
-    /// Where Envoy's external processing gRPC service listens (SPEC §12.3;
+    /// Where Envoy's external processing gRPC service listens ([§12.3](docs/gateways.md#s12-3);
     /// `ext_proc.listen`); `None`: off.
     pub ext_proc_listen: Option<SocketAddr>,
     /// The external processor's limits.
     pub ext_proc: ExtProcConfig,
-    /// How requests are matched unless they say (`engine.normalize`, SPEC §15).
+    /// How requests are matched unless they say (`engine.normalize`, [§15](docs/evasion.md#s15)).
     pub normalize: crate::engine::Normalize,
 }
 
@@ -444,7 +444,7 @@ pub fn parse_listen(value: &str) -> Option<SocketAddr> {
         .or_else(|| value.to_socket_addrs().ok().and_then(|mut a| a.next()))
 }
 
-/// Merges flags, then `env`, then the file, then the defaults (SPEC §9.1).
+/// Merges flags, then `env`, then the file, then the defaults ([§9.1](docs/configuration.md#s9-1)).
 /// `env` looks a variable up (`std::env::var` in the binary).
 pub fn load(opts: &ServeOptions, env: &dyn Fn(&str) -> Option<String>) -> Result<Config, Error> {
     let mut merged = match &opts.config {

@@ -1,7 +1,7 @@
-//! Generations (SPEC §9.2, §9.3): reading a deployment (license, issuer keys,
+//! Generations ([§9.2](docs/serve.md#s9-2), [§9.3](docs/serve.md#s9-3)): reading a deployment (license, issuer keys,
 //! every `*.hxpack` of the packs directory, the token file) with its content
 //! digests, and building an immutable generation from it with every check of
-//! §5. Blocking file I/O only; knows nothing of HTTP, metrics or swapping.
+//! [§5](docs/formats.md#s5). Blocking file I/O only; knows nothing of HTTP, metrics or swapping.
 
 use super::auth::TokenSet;
 use crate::crypto::sha256;
@@ -21,9 +21,9 @@ pub const PACK_EXTENSION: &str = "hxpack";
 /// Where a deployment's files are (from the configuration).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Sources {
-    /// License path; `None`: the §2 lookup order, re-run at every load.
+    /// License path; `None`: the [§2](docs/formats.md#s2) lookup order, re-run at every load.
     pub license: Option<PathBuf>,
-    /// Issuer keys path; `None`: the §2 lookup order.
+    /// Issuer keys path; `None`: the [§2](docs/formats.md#s2) lookup order.
     pub issuer_keys: Option<PathBuf>,
     /// The packs directory (may be a symlink, as in a Kubernetes volume).
     pub packs_dir: PathBuf,
@@ -114,7 +114,7 @@ impl Fingerprint {
 }
 
 /// A deployment as read from disk, before any check: every file's bytes, or
-/// the error reading it gave (reported later, in the order of §5).
+/// the error reading it gave (reported later, in the order of [§5](docs/formats.md#s5)).
 pub struct Snapshot {
     license: Result<(PathBuf, Zeroizing<Vec<u8>>), Error>,
     keys: Result<IssuerKeys, Error>,
@@ -142,7 +142,7 @@ pub fn is_pack_name(name: &str) -> bool {
 }
 
 /// The pack files of `dir`, sorted by name, symlinks followed. Every entry
-/// named `*.hxpack` belongs to the deployment (SPEC §9.3): one that cannot be
+/// named `*.hxpack` belongs to the deployment ([§9.3](docs/serve.md#s9-3)): one that cannot be
 /// resolved or is not a file (a dangling symlink, a symlink loop, a
 /// permission error, a directory) is an error naming it, never skipped, so
 /// that a reload cannot silently drop a pack.
@@ -304,12 +304,12 @@ pub struct Generation {
     pub tokens: Option<TokenSet>,
     /// `license.not_after` as Unix seconds (for the expiry metric).
     pub not_after_unix: i64,
-    /// `license.not_after` as Unix nanoseconds: the cached instant of §9.6.
+    /// `license.not_after` as Unix nanoseconds: the cached instant of [§9.6](docs/serve.md#s9-6).
     pub not_after_nanos: i128,
 }
 
 impl Generation {
-    /// Builds generation `number` from a snapshot with every check of §5 in
+    /// Builds generation `number` from a snapshot with every check of [§5](docs/formats.md#s5) in
     /// order (license, then each pack), ids unique, at least one pack.
     pub fn build(snapshot: Snapshot, number: u64, now: OffsetDateTime) -> Result<Self, Error> {
         let fingerprint = snapshot.fingerprint().unwrap_or_default();
@@ -335,7 +335,7 @@ impl Generation {
             packs.insert(pack.pack_id.clone(), pack);
         }
         let tokens = snapshot.tokens?.map(|(t, _)| t);
-        // The start-up order of §9.2: the packs directory is read after the license.
+        // The start-up order of [§9.2](docs/serve.md#s9-2): the packs directory is read after the license.
         if packs.is_empty() {
             return Err(PackError::NotFound(
                 "no *.hxpack file in the packs directory: a deployment holds at least one pack"
@@ -405,7 +405,7 @@ mod tests {
     }
 
     /// A `*.hxpack` entry that cannot be resolved fails the listing with its
-    /// name: a reload must never drop a pack silently (SPEC §9.3).
+    /// name: a reload must never drop a pack silently ([§9.3](docs/serve.md#s9-3)).
     #[test]
     fn unresolvable_pack_entries_fail_naming_the_file() {
         use std::os::unix::fs::symlink;

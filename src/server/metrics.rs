@@ -1,4 +1,4 @@
-//! Prometheus metrics (SPEC §9.5) in one registry owned by the server state
+//! Prometheus metrics ([§9.5](docs/serve.md#s9-5)) in one registry owned by the server state
 //! (not the process-wide default). Labels are pack ids, rule ids, actions,
 //! route templates and status codes: never a payload, path or token.
 

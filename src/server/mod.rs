@@ -1,4 +1,4 @@
-//! Serve mode (SPEC §9): `helixor-pack serve` as a library. This module
+//! Serve mode ([§9](docs/serve.md#s9)): `helixor-pack serve` as a library. This module
 //! runs the server: start-up load, listener, reload triggers, expiry
 //! warnings, graceful shutdown. It does not parse command-line flags (the
 //! binary does) and never logs payloads or keys. Its modules, each
@@ -16,10 +16,10 @@
 //!   workers, the serving generation and the choice of pack;
 //! - `api`: serve mode's handlers (evaluation, the event stream,
 //!   operations);
-//! - `gateway`: the gateways (SPEC §12): judging every string of a body
-//!   (§12.4), the deciding decision and the refusal body, used by LiteLLM's
-//!   guardrail API (§12.1), Envoy's ext_authz (§12.2) and [`ext_proc`]
-//!   (§12.3);
+//! - `gateway`: the gateways ([§12](docs/gateways.md#s12)): judging every string of a body
+//!   ([§12.4](docs/gateways.md#s12-4)), the deciding decision and the refusal body, used by LiteLLM's
+//!   guardrail API ([§12.1](docs/gateways.md#s12-1)), Envoy's ext_authz ([§12.2](docs/gateways.md#s12-2)) and [`ext_proc`]
+//!   ([§12.3](docs/gateways.md#s12-3));
 //! - [`routes`]: the one route table and the middleware stack;
 //! - [`healthcheck`]: the `helixor-pack healthcheck` probe client.
 //!
@@ -56,7 +56,7 @@ use std::time::Duration;
 use time::OffsetDateTime;
 use tokio::signal::unix::{signal, SignalKind};
 
-/// Licenses closer than this to `not_after` are warned about daily (§9.6).
+/// Licenses closer than this to `not_after` are warned about daily ([§9.6](docs/serve.md#s9-6)).
 pub const EXPIRY_WARNING: Duration = Duration::from_secs(14 * 24 * 3600);
 
 /// Installs the `tracing` subscriber of `log` (stderr; a second call is a no-op).
@@ -91,7 +91,7 @@ pub fn serve(opts: &ServeOptions) -> Result<u8, Error> {
     let result = runtime.block_on(run(config));
     // Whatever still runs (an evaluation on a blocking thread, a reload
     // stuck on a file) must not hold the exit: `run` has already given
-    // requests their grace period (SPEC §9.7).
+    // requests their grace period ([§9.7](docs/serve.md#s9-7)).
     runtime.shutdown_background();
     result
 }
@@ -284,7 +284,7 @@ impl ExpiryMonitor {
 
 /// Warns at start-up (before the listener is announced, so operators and
 /// tests see it with the first log lines) and daily from 14 days before
-/// `not_after`, and once when the serving license expires (§9.6).
+/// `not_after`, and once when the serving license expires ([§9.6](docs/serve.md#s9-6)).
 fn spawn_expiry_monitor(state: &Arc<AppState>) {
     let state = Arc::clone(state);
     let mut monitor = ExpiryMonitor::default();

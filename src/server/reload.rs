@@ -1,4 +1,4 @@
-//! Hot reload (SPEC §9.3): one reload at a time builds a whole generation on
+//! Hot reload ([§9.3](docs/serve.md#s9-3)): one reload at a time builds a whole generation on
 //! a thread of its own, within [`RELOAD_DEADLINE`], and swaps it in only if
 //! every check passed; the
 //! triggers (directory watcher with debounce, periodic rescan, `SIGHUP`) call
@@ -19,7 +19,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use time::OffsetDateTime;
 
-/// How long one reload may read and check the deployment's files (SPEC §9.1
+/// How long one reload may read and check the deployment's files ([§9.1](docs/configuration.md#s9-1)
 /// Files): past it the reload fails and the serving generation stays. A
 /// load of many large packs takes seconds; a read that hangs (a stale
 /// network mount) never ends.
@@ -81,7 +81,7 @@ pub(crate) async fn bounded<T: Send + 'static>(
     }
 }
 
-/// Reloads now, waiting for a reload in progress to end first (SPEC §9.3).
+/// Reloads now, waiting for a reload in progress to end first ([§9.3](docs/serve.md#s9-3)).
 pub async fn reload(state: &Arc<AppState>, trigger: Trigger) -> ReloadOutcome {
     let _one_at_a_time = state.reload_lock.lock().await;
     let started = Instant::now();

@@ -1,4 +1,4 @@
-//! The state serve mode shares (SPEC §9): the serving generation behind an
+//! The state serve mode shares ([§9](docs/serve.md#s9)): the serving generation behind an
 //! `ArcSwap`, metrics, reload bookkeeping, the draining flag, the
 //! concurrency slots, the memory budgets of bodies and streams. Handlers,
 //! middleware and reload triggers read it; it runs nothing itself and

@@ -1,4 +1,4 @@
-//! A request's work in serve mode (SPEC §9.1, §9.4): what it holds (its
+//! A request's work in serve mode ([§9.1](docs/configuration.md#s9-1), [§9.4](docs/http-api.md#s9-4)): what it holds (its
 //! `limits.max_concurrency` slot and body memory), running a large
 //! evaluation off the async workers and learning when it was abandoned, the
 //! serving generation and the choice of pack, and the note of a decision for
@@ -68,7 +68,7 @@ thread_local! {
 /// Whether the request whose work runs on this thread has already been
 /// answered without it (it ran over `request_timeout_ms`, or its client
 /// left): work made of many evaluations (a batch, a gateway body's texts)
-/// stops at the next one, its answer would be dropped anyway (SPEC §9.1).
+/// stops at the next one, its answer would be dropped anyway ([§9.1](docs/configuration.md#s9-1)).
 pub(crate) fn abandoned() -> bool {
     ABANDONED.with(|a| {
         a.borrow()
@@ -168,7 +168,7 @@ pub(crate) fn serving(state: &AppState) -> Result<Arc<Generation>, ApiError> {
     Ok(generation)
 }
 
-/// Pack choice (SPEC §9.4): the request's, else `default_pack`, else the only one.
+/// Pack choice ([§9.4](docs/http-api.md#s9-4)): the request's, else `default_pack`, else the only one.
 pub(crate) fn choose<'g>(
     generation: &'g Generation,
     requested: Option<&str>,

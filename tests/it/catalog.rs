@@ -1,4 +1,4 @@
-//! Catalog packs end to end (SPEC §14): the real `helixor-pack catalog
+//! Catalog packs end to end ([§14](docs/catalog.md#s14)): the real `helixor-pack catalog
 //! serve` and `helixor-pack download-pack` on 127.0.0.1 with ephemeral ports,
 //! a tampering proxy, a catalog that never answers, a closed port, and the
 //! downloaded pack serving decisions in `helixor-pack serve`. Every wait is
@@ -1078,7 +1078,7 @@ fn openapi_catalog_routes_match_the_route_table() {
         .collect();
     assert_eq!(documented, served);
 
-    // Every $ref resolves, and every error name the document lists is a §4.3 name.
+    // Every $ref resolves, and every error name the document lists is a [§4.3](docs/errors.md#s4-3) name.
     crate::support::openapi::assert_refs_resolve(&doc);
     let names = doc
         .pointer("/components/schemas/ErrorName/enum")

@@ -1,4 +1,4 @@
-//! The python-stdnum oracle of the SPEC §16.2 validators (issue 22):
+//! The python-stdnum oracle of the [§16.2](docs/codons.md#s16-2) validators (issue 22):
 //! `tests/checksum/cases.json`, written by `scripts/checksum-oracle.sh`,
 //! lists for every validator stdnum implements generated valid values and
 //! their one-digit near misses with stdnum's verdict (`cases`), and the

@@ -1,4 +1,4 @@
-//! Black-box tests of the `helixor-pack` binary (SPEC §1–§8): every command,
+//! Black-box tests of the `helixor-pack` binary ([§1](docs/formats.md#s1)–[§8](docs/cli.md#s8)): every command,
 //! and every error case with its exact name, exit code, a message naming the
 //! file and the field, no panic and no partial output file.
 //!
@@ -67,7 +67,7 @@ fn with(mut a: Vec<std::ffi::OsString>, more: Vec<std::ffi::OsString>) -> Vec<st
 }
 
 // ---------------------------------------------------------------------------
-// Playbooks (SPEC §4.1, §4.2)
+// Playbooks ([§4.1](docs/formats.md#s4-1), [§4.2](docs/formats.md#s4-2))
 // ---------------------------------------------------------------------------
 
 #[test]
@@ -360,7 +360,7 @@ fn playbook_pattern_over_the_regex_size_limit_is_refused_fast() {
 
 #[test]
 fn playbook_pattern_too_costly_to_evaluate_is_refused_by_rule_id() {
-    // SPEC §11.4: nested counted repetition (seconds per 100 KB) and
+    // [§11.4](docs/limits.md#s11-4): nested counted repetition (seconds per 100 KB) and
     // quadratic match iteration are refused, naming the rules, fast.
     let env = Env::new();
     let p = env.write(
@@ -392,7 +392,7 @@ fn playbook_pattern_too_costly_to_evaluate_is_refused_by_rule_id() {
 
 #[test]
 fn pack_sealed_with_a_costly_pattern_fails_to_load() {
-    // A pack sealed by a compiler without the §11.4 check: the same check at
+    // A pack sealed by a compiler without the [§11.4](docs/limits.md#s11-4) check: the same check at
     // load refuses it, with the compiler's error name and exit code.
     let env = Env::new();
     let lic: Value = serde_json::from_slice(&std::fs::read(&env.lic).unwrap()).unwrap();
@@ -616,7 +616,7 @@ fn reference_playbooks_compile() {
 }
 
 // ---------------------------------------------------------------------------
-// Licenses (SPEC §2)
+// Licenses ([§2](docs/formats.md#s2))
 // ---------------------------------------------------------------------------
 
 /// Asserts that every command that reads a license fails with `name`.
@@ -841,7 +841,7 @@ fn license_not_yet_valid_is_refused_everywhere() {
 
 #[test]
 fn license_is_checked_before_the_playbook_and_the_pack() {
-    // SPEC §4.2 step 1 and §5 step 1 come first.
+    // [§4.2](docs/formats.md#s4-2) step 1 and [§5](docs/formats.md#s5) step 1 come first.
     let env = Env::new();
     let expired = env.issue(
         "lic_old",
@@ -1160,7 +1160,7 @@ fn license_over_64_kib_is_refused_before_parsing() {
 }
 
 // ---------------------------------------------------------------------------
-// inspect-license (SPEC §8)
+// inspect-license ([§8](docs/cli.md#s8))
 // ---------------------------------------------------------------------------
 
 const INSPECT_LICENSE_KEYS: [&str; 13] = [
@@ -1274,7 +1274,7 @@ fn inspect_license_reports_bad_signature_and_expiry_with_exit_4() {
 }
 
 // ---------------------------------------------------------------------------
-// license keygen / issue (SPEC §2, §8)
+// license keygen / issue ([§2](docs/formats.md#s2), [§8](docs/cli.md#s8))
 // ---------------------------------------------------------------------------
 
 #[test]
@@ -1472,7 +1472,7 @@ fn license_issue_days_with_not_after_is_a_usage_error() {
 }
 
 // ---------------------------------------------------------------------------
-// Packs (SPEC §3, §5)
+// Packs ([§3](docs/formats.md#s3), [§5](docs/formats.md#s5))
 // ---------------------------------------------------------------------------
 
 /// Every way a pack is loaded: run, inspect --license, manifest --pack.
@@ -1757,7 +1757,7 @@ fn run_pack_choice() {
 }
 
 // ---------------------------------------------------------------------------
-// Payloads for `run` (SPEC §6, §8)
+// Payloads for `run` ([§6](docs/evaluation.md#s6), [§8](docs/cli.md#s8))
 // ---------------------------------------------------------------------------
 
 #[test]
@@ -2025,7 +2025,7 @@ fn run_jsonl_with_several_packs() {
 }
 
 // ---------------------------------------------------------------------------
-// compile, inspect, manifest (SPEC §7, §8)
+// compile, inspect, manifest ([§7](docs/formats.md#s7), [§8](docs/cli.md#s8))
 // ---------------------------------------------------------------------------
 
 #[test]
@@ -2489,7 +2489,7 @@ fn manifest_keeps_command_line_order_and_writes_out() {
 }
 
 // ---------------------------------------------------------------------------
-// Usage (SPEC §4.3, §8)
+// Usage ([§4.3](docs/errors.md#s4-3), [§8](docs/cli.md#s8))
 // ---------------------------------------------------------------------------
 
 #[test]
@@ -2572,10 +2572,10 @@ fn unknown_flags_and_bad_arguments_are_usage_errors() {
 }
 
 // ---------------------------------------------------------------------------
-// Golden decisions through `run` (SPEC §6)
+// Golden decisions through `run` ([§6](docs/evaluation.md#s6))
 // ---------------------------------------------------------------------------
 
-/// The receipt recipe of SPEC §6.4, computed here from its definition.
+/// The receipt recipe of [§6.4](docs/evaluation.md#s6-4), computed here from its definition.
 fn receipt(
     pack_id: &str,
     version: &str,
@@ -2748,7 +2748,7 @@ fn golden_reference_playbooks() {
     );
 }
 
-/// SPEC §16 end to end through the binary: a version-2 playbook compiles,
+/// [§16](docs/codons.md#s16) end to end through the binary: a version-2 playbook compiles,
 /// its pack runs exactly its codons and hard rules (not the built-ins),
 /// `inspect` names them without a pattern, `run --stream` holds and
 /// redacts, and a broken one lists every problem by place.

@@ -1,8 +1,8 @@
-//! Black-box tests of `helixor-pack run --stream` (SPEC §11.3): a pipe
-//! filter that writes each release of a stream session (§11.1) to stdout as
+//! Black-box tests of `helixor-pack run --stream` ([§11.3](docs/streaming.md#s11-3)): a pipe
+//! filter that writes each release of a stream session ([§11.1](docs/streaming.md#s11-1)) to stdout as
 //! soon as it is read, keeps the text as it is (no newline dropped), and on a
 //! block writes nothing more, prints `Blocked: <reason>` on stderr and exits
-//! 6 (§4.3) — never printing a held or matched value.
+//! 6 ([§4.3](docs/errors.md#s4-3)) — never printing a held or matched value.
 //!
 //! The pipe tests drive the binary through real pipes and bound every wait
 //! in time, so a filter that waits for a full buffer or for end of input

@@ -1,4 +1,4 @@
-//! Black-box tests of `helixor-pack test` (SPEC §13): passing, failing,
+//! Black-box tests of `helixor-pack test` ([§13](docs/policy-tests.md#s13)): passing, failing,
 //! broken and missing files with their exact output and exit codes, JUnit
 //! XML parsed back, `--coverage` listing exactly the rules no case
 //! triggered, `--json`, and `pack:` test files with a license made by the

@@ -1,7 +1,7 @@
-//! Golden decisions (SPEC §6): every `tests/cases/*.yaml` file names a
+//! Golden decisions ([§6](docs/evaluation.md#s6)): every `tests/cases/*.yaml` file names a
 //! playbook in `tests/fixtures/` and lists payloads with the exact decision
 //! fields expected. One test runs them all and reports every mismatch. A
-//! case with `normalize: evasion` is evaluated through the SPEC §15 view.
+//! case with `normalize: evasion` is evaluated through the [§15](docs/evasion.md#s15) view.
 
 use crate::support::{compiled_evaluator_file, repo_path};
 use helixor::Normalize;

@@ -1,5 +1,5 @@
 //! `receipt_hash` against the published `helixor.decision_receipt.v1` recipe
-//! (SPEC §6.4): constants computed with Python's `json.dumps(...,
+//! ([§6.4](docs/evaluation.md#s6-4)): constants computed with Python's `json.dumps(...,
 //! sort_keys=True, separators=(",", ":"))`, and the recipe re-derived here
 //! from its definition for ASCII and non-ASCII payloads.
 

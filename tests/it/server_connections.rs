@@ -1,4 +1,4 @@
-//! The connection limits of SPEC §9.1 against the real binary on 127.0.0.1:
+//! The connection limits of [§9.1](docs/configuration.md#s9-1) against the real binary on 127.0.0.1:
 //! a slowloris head is cut at `header_read_timeout_ms`, an idle keep-alive
 //! connection at `idle_timeout_ms` (and not at the header timeout), and
 //! `max_connections` holds under thousands of idle sockets while `/healthz`

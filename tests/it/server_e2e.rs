@@ -570,7 +570,7 @@ fn h_environment_configuration_and_the_healthcheck_command() {
     let lic = fx.license();
     let packs_dir = fx.path().join("packs");
     fx.packs(&lic, &packs_dir, "1.0.0");
-    // No config file: HELIXOR_PACKS_DIR, and the §2 lookup variables.
+    // No config file: HELIXOR_PACKS_DIR, and the [§2](docs/formats.md#s2) lookup variables.
     let server = Server::start_with(
         &[],
         &[

@@ -1,4 +1,4 @@
-//! Envoy external processing (SPEC §12.3) over a real gRPC socket: the
+//! Envoy external processing ([§12.3](docs/gateways.md#s12-3)) over a real gRPC socket: the
 //! answers Envoy gets for request bodies, JSON replies and streamed replies
 //! in each body mode, the refusals, auth, and the metrics. The real Envoy
 //! runs in `scripts/envoy-e2e.sh`.
@@ -459,7 +459,7 @@ async fn fatal_value_mid_stream_ends_the_reply_with_an_error_event() {
 #[tokio::test]
 async fn refusals_before_any_body() {
     let s = setup().await;
-    // An unknown pack: the §9.4 error, as a local reply.
+    // An unknown pack: the [§9.4](docs/http-api.md#s9-4) error, as a local reply.
     let answers = exchange(
         s.addr,
         None,
@@ -539,7 +539,7 @@ fn buffered_json(b: &[u8]) -> Vec<ProcessingRequest> {
     buffered_request(b)
 }
 
-/// SPEC §12.4 on ext_proc: every string of a request is judged wherever an
+/// [§12.4](docs/gateways.md#s12-4) on ext_proc: every string of a request is judged wherever an
 /// agent exchange carries it; a redaction rewrites that string in place and
 /// copies every other byte (each row was allowed before, issue 28).
 #[tokio::test]
@@ -566,7 +566,7 @@ async fn every_string_of_an_agent_request_is_judged_and_redacted_in_place() {
     }
 }
 
-/// SPEC §12.4: a JSON reply is judged string by string too (a tool call the
+/// [§12.4](docs/gateways.md#s12-4): a JSON reply is judged string by string too (a tool call the
 /// model asks for, with its arguments).
 #[tokio::test]
 async fn a_json_reply_with_a_tool_call_is_judged_in_its_arguments() {
@@ -606,7 +606,7 @@ async fn a_json_reply_with_a_tool_call_is_judged_in_its_arguments() {
     );
 }
 
-/// SPEC §12.4: a compressed body is refused whatever the header lines say
+/// [§12.4](docs/gateways.md#s12-4): a compressed body is refused whatever the header lines say
 /// (a second `content-encoding` line counts), a request as the client's
 /// error, a reply as the upstream's.
 #[tokio::test]

@@ -1,5 +1,5 @@
 //! Issue 27's attacks on the real binary, at a small scale, on 127.0.0.1
-//! with ephemeral ports, every wait bounded (SPEC §9.1): gRPC streams that
+//! with ephemeral ports, every wait bounded ([§9.1](docs/configuration.md#s9-1)): gRPC streams that
 //! send nothing (row 1), work that outlives its 503 (row 4), answers that
 //! are too large or never read (row 5), FIFOs in the deployment (row 7).
 //! Connections (row 3) are in `server_connections.rs`, the catalog's

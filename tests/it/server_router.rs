@@ -1,5 +1,5 @@
 //! Serve mode through `tower::ServiceExt::oneshot`: every route and every
-//! error status of SPEC §9.4, without a socket.
+//! error status of [§9.4](docs/http-api.md#s9-4), without a socket.
 
 use crate::support::http::{get, post_json, send};
 use crate::support::server::{test_playbook, Fixture, TEST_PACK};
@@ -182,7 +182,7 @@ async fn bad_bodies_are_400_and_never_echo_the_payload() {
         format!(r#"{{"text": "{secret}", "pack_id": ["{secret}"]}}"#),
         String::new(),
         "\u{0}\u{1}".to_string(),
-        // Two `text`s: two parsers could judge different ones (SPEC §9.1).
+        // Two `text`s: two parsers could judge different ones ([§9.1](docs/configuration.md#s9-1)).
         format!(r#"{{"text": "ok", "text": "{secret}"}}"#),
         format!(r#"{{"text": "{secret}", "pack_id": "a", "pack_id": "b"}}"#),
     ] {
@@ -736,7 +736,7 @@ async fn a_trickling_upload_holds_no_slot_and_times_out_503() {
         c.limits.request_timeout_ms = 1500;
     });
     // One request's body never ends: it holds no slot (a slot is taken only
-    // once the whole body has arrived, SPEC §9.1), so others are served.
+    // once the whole body has arrived, [§9.1](docs/configuration.md#s9-1)), so others are served.
     let app = s.app.clone();
     let (body, _sender) = endless_body().await;
     let held = tokio::spawn(async move {
@@ -951,7 +951,7 @@ async fn envoy_ext_authz_refuses_fatal_prompts_and_tags_the_others() {
     }
 }
 
-/// SPEC §15: `normalize` per request on every evaluate route, and
+/// [§15](docs/evasion.md#s15): `normalize` per request on every evaluate route, and
 /// `engine.normalize` as the server's default.
 #[tokio::test]
 async fn normalize_evasion_per_request_and_as_the_server_default() {
@@ -1059,7 +1059,7 @@ async fn normalize_evasion_per_request_and_as_the_server_default() {
     assert!(d.get("normalized").is_none(), "{d}");
 }
 
-/// SPEC §12.4 on ext_authz: every string of a body is judged, wherever an
+/// [§12.4](docs/gateways.md#s12-4) on ext_authz: every string of a body is judged, wherever an
 /// agent exchange carries it (each row was allowed before, issue 28).
 #[tokio::test]
 async fn ext_authz_judges_every_string_of_an_agent_exchange() {
@@ -1087,7 +1087,7 @@ async fn ext_authz_judges_every_string_of_an_agent_exchange() {
     }
 }
 
-/// SPEC §12.4: what cannot be judged is refused, with a message that says
+/// [§12.4](docs/gateways.md#s12-4): what cannot be judged is refused, with a message that says
 /// why (and never a part of the body).
 #[tokio::test]
 async fn ext_authz_refuses_bodies_it_cannot_judge() {
@@ -1155,7 +1155,7 @@ async fn ext_authz_refuses_bodies_it_cannot_judge() {
     );
 }
 
-/// SPEC §12.4 on LiteLLM: the rows and tools it forwards are judged and
+/// [§12.4](docs/gateways.md#s12-4) on LiteLLM: the rows and tools it forwards are judged and
 /// given back redacted.
 #[tokio::test]
 async fn litellm_judges_rows_and_tools() {

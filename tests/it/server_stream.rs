@@ -1,4 +1,4 @@
-//! `POST /v1/evaluate/stream` (SPEC §11.2): the exact events through
+//! `POST /v1/evaluate/stream` ([§11.2](docs/streaming.md#s11-2)): the exact events through
 //! `Router` + `oneshot`, errors before the stream starts, the metric, and
 //! one stream over a real socket from the real binary.
 

@@ -1,7 +1,7 @@
-//! Property tests of stream sessions (SPEC §11.1, issue 7) against the
+//! Property tests of stream sessions ([§11.1](docs/streaming.md#s11-1), issue 7) against the
 //! engine's own whole-text evaluation: random texts (PII values, near
 //! misses, multilingual words, probe-style custom rules with Luhn checks,
-//! flags and overlaps, and the evasions of SPEC §15, rounds 1 and 2, with
+//! flags and overlaps, and the evasions of [§15](docs/evasion.md#s15), rounds 1 and 2, with
 //! and without `normalize: evasion`: a word of look-alikes that may still
 //! mix scripts is cut anywhere too) cut at random code points, one code
 //! point a piece included; and random version-2 packs (random codons,
@@ -98,7 +98,7 @@ fn token() -> impl Strategy<Value = String> {
         "\\$[0-9]{1,4}(\\.[0-9]{1,2})?",
         "[0-9]{1,6}",
         "\\PC{0,6}",
-        // SPEC §15 evasions: other digits, joiners, soft hyphens, marks,
+        // [§15](docs/evasion.md#s15) evasions: other digits, joiners, soft hyphens, marks,
         // full-width letters, compatibility characters.
         Just("１２３-４５-６７８９".to_string()),
         Just("١٢٣-٤٥-٦٧٨٩".to_string()),
@@ -281,7 +281,7 @@ proptest! {
         }
     }
 
-    /// SPEC §11.2: the session yields the decision of the whole text itself,
+    /// [§11.2](docs/streaming.md#s11-2): the session yields the decision of the whole text itself,
     /// from the matches it committed: every field of `evaluate` (action,
     /// severity, reason, receipt hash, each trigger with its spans in code
     /// points, normalized), blocked or not, whatever the cuts. Its
@@ -322,7 +322,7 @@ proptest! {
         prop_assert_eq!(d, evaluated);
     }
 
-    /// SPEC §15: on a text the evasion view leaves as it is, `evasion`
+    /// [§15](docs/evasion.md#s15): on a text the evasion view leaves as it is, `evasion`
     /// decides exactly as `none` (latency aside); texts of NFC words and
     /// ASCII values are such texts.
     #[test]
@@ -556,7 +556,7 @@ fn v2_text() -> impl Strategy<Value = String> {
 proptest! {
     #![proptest_config(ProptestConfig::with_cases((cases() / 8).max(16)))]
 
-    /// SPEC §16.4 with §11.1 and §11.2: for random version-2 packs (random
+    /// [§16.4](docs/codons.md#s16-4) with [§11.1](docs/streaming.md#s11-1) and [§11.2](docs/streaming.md#s11-2): for random version-2 packs (random
     /// codons, checks, context windows before and after values, hard rules
     /// of every operator), a session cut anywhere releases only final text
     /// (a prefix of W(T) for the text pushed so far and for the whole

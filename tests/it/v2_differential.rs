@@ -1,4 +1,4 @@
-//! SPEC §16: the example pack written as a version-2 playbook (its six
+//! [§16](docs/codons.md#s16): the example pack written as a version-2 playbook (its six
 //! codons and four hard rules declared by name) decides every text exactly
 //! as the version-1 example pack does, receipts included: on every golden
 //! text of the built-in and evasion cases, and on random texts of PII

@@ -1,4 +1,4 @@
-# An independent model of SPEC §6 in Python (`re`). Its evaluate() produced
+# An independent model of [§6](docs/evaluation.md#s6) in Python (`re`). Its evaluate() produced
 # the golden cases of tests/cases/; scripts/differential.sh uses it to check
 # `helixor-pack run --jsonl` on thousands of generated texts.
 # Known, intended differences (the contract is Rust's regex crate): under

@@ -1,4 +1,4 @@
-# Differential run of `normalize: evasion` (SPEC §15) against the reference
+# Differential run of `normalize: evasion` ([§15](docs/evasion.md#s15)) against the reference
 # semantics on one corpus: which decisions change, and why. Fails when a
 # decision changes on a text the evasion view left as it was (those must be
 # identical), when a decision marked `normalized` has nothing to normalize,

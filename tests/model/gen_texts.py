@@ -1,7 +1,7 @@
 # Generates texts for scripts/differential.sh: words (ASCII and other
 # scripts) and PII-like tokens, hits and near misses, joined by separators.
 # With a third argument `evasive`, a PII token is often written evasively
-# (SPEC §15): other scripts' digits, full-width forms, joiners, soft hyphens,
+# ([§15](docs/evasion.md#s15)): other scripts' digits, full-width forms, joiners, soft hyphens,
 # combining marks after digits; and (round 2) Unicode dashes, NUL and other
 # format or control characters, marks after separators, parenthesized and
 # dingbat digits, Cyrillic and Greek look-alike letters.

@@ -1,4 +1,4 @@
-# An independent implementation of SPEC §1-§3 in Python (cryptography,
+# An independent implementation of [§1](docs/formats.md#s1)-[§3](docs/formats.md#s3) in Python (cryptography,
 # PyYAML): canonical JSON, license signatures, and the .hxpack container.
 # scripts/interop.sh uses it to open packs that helixor-pack sealed, to seal
 # packs and sign licenses that helixor-pack must accept.

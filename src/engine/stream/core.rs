@@ -89,7 +89,7 @@ pub(super) struct RuleState {
     pub(super) awaiting: VecDeque<(usize, usize)>,
 }
 
-/// A committed match not yet released. Ordered as the §6.3 sweep takes
+/// A committed match not yet released. Ordered as the [§6.3](docs/evaluation.md#s6-3) sweep takes
 /// matches (the derived order compares the fields in turn): by start, the
 /// longer first, then by sort key; then by the matcher that found it (its
 /// placeholder is looked up in the plan when the text is written). Offsets

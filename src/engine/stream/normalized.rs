@@ -9,7 +9,7 @@ use super::{Blocked, Released};
 use crate::engine::normalize::{self, Normalizer, ViewMap};
 use crate::engine::{write_regions, Evaluator, Region};
 
-/// The original-text side of a normalized session (SPEC §15 with §11): the
+/// The original-text side of a normalized session ([§15](docs/evasion.md#s15) with [§11](docs/streaming.md#s11)): the
 /// pushed text goes through a [`Normalizer`], the core runs on the view, and
 /// each of its releases (a view offset and the regions before it, all final)
 /// is mapped back, so the session releases the original text with the same

@@ -1,4 +1,4 @@
-//! Writing what a push releases (`Core::release`): the §6.3 sweep over the
+//! Writing what a push releases (`Core::release`): the [§6.3](docs/evaluation.md#s6-3) sweep over the
 //! committed matches before the earliest live start, the `lookahead_chars`
 //! cut, and dropping released text from the buffer. Reads the committed
 //! matches and never finds or commits one; it shifts the rules' offsets
@@ -6,7 +6,7 @@
 //!
 //! # Design
 //!
-//! The matches of all rules merge into regions by the §6.3 sweep; the
+//! The matches of all rules merge into regions by the [§6.3](docs/evaluation.md#s6-3) sweep; the
 //! session releases the text before the earliest live start of any rule,
 //! cut before any region that a later match could still extend. A release
 //! visits only the committed matches that start before its cut (they wait
@@ -45,7 +45,7 @@ impl Core {
         if q <= self.head {
             return false;
         }
-        // The §6.3 sweep over the matches that start before `q`, in order:
+        // The [§6.3](docs/evaluation.md#s6-3) sweep over the matches that start before `q`, in order:
         // a match starting at `q` or after cannot join a region that ends
         // by `q`, and one that ends after it stops the release anyway.
         let at = self.dropped;

@@ -199,7 +199,7 @@ fn holdback_limit_blocks_fail_closed() {
 fn higher_priority_alternative_keeps_a_shorter_match_pending() {
     // Leftmost-first: `bcd|b` on "bc" matches "b", on "bcd" matches "bcd".
     // (Not `a`: a rule that matches every `a` and the e-mail codon cost too
-    // much together on e-mail-like text, SPEC §11.4.)
+    // much together on e-mail-like text, [§11.4](docs/limits.md#s11-4).)
     let e = evaluator(
         "pack_id: t\nrules:\n  - {id: ab, type: regex, pattern: 'bcd|b', action: redact}\n",
     );
@@ -251,7 +251,7 @@ fn a_pattern_with_many_dfa_states_streams_exactly() {
     // Counted repetitions make thousands of DFA states: the load-time
     // exploration gives up at its cap (every byte counts as inner) and the
     // session still releases exactly W(T). The compiler now refuses this
-    // pattern as too costly (SPEC §11.4: its DFA keeps building states on
+    // pattern as too costly ([§11.4](docs/limits.md#s11-4): its DFA keeps building states on
     // random text), so the rule is built past that check.
     let rule = past_the_cost_check("runs", "[a-z]{1,40}x[a-z]{1,40}");
     let e = Evaluator::new("t", "1", &[rule]).unwrap();
@@ -266,7 +266,7 @@ fn a_dfa_that_clears_its_cache_at_load_builds_and_streams() {
     // Its liveness DFA outgrows the session cache while it is explored at
     // load: the exploration stops at the first clear instead of using a
     // state id of the cleared cache (which panicked inside regex-automata).
-    // The compiler refuses the pattern (SPEC §11.4); this builds it past
+    // The compiler refuses the pattern ([§11.4](docs/limits.md#s11-4)); this builds it past
     // that check, as an old pack could.
     let rule = past_the_cost_check("nested", "(a{1,100}){1,100}b");
     let e = Evaluator::new("t", "1", &[rule]).unwrap();
@@ -315,7 +315,7 @@ fn a_giant_non_ascii_word_held_to_the_end_is_searched_exactly() {
     }
 }
 
-/// A redacting rule built without the compiler's cost check (SPEC §11.4),
+/// A redacting rule built without the compiler's cost check ([§11.4](docs/limits.md#s11-4)),
 /// as a pack sealed before it could hold; the check must refuse it.
 fn past_the_cost_check(id: &str, pattern: &str) -> crate::rules::CustomRule {
     let rule = crate::rules::CustomRule {
@@ -569,7 +569,7 @@ mod deferral {
     }
 }
 
-/// Options that match through the evasion view (SPEC §15) and redact FATAL
+/// Options that match through the evasion view ([§15](docs/evasion.md#s15)) and redact FATAL
 /// matches.
 fn evasion() -> StreamOptions {
     StreamOptions {

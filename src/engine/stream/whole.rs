@@ -1,9 +1,9 @@
-//! Whole-text sessions: how a version-2 pack (SPEC §16) that the
+//! Whole-text sessions: how a version-2 pack ([§16](docs/codons.md#s16)) that the
 //! incremental engine cannot run (`Program::streams_natively`: a
 //! `context.after` window, a codon read by two hard rules, a condition with
 //! `and`, `not` or `len(...)`) is streamed until that engine learns them. The session
 //! holds every piece, releases nothing before the end, and judges the
-//! whole text once at `finish()`: it keeps §11.1's invariants (nothing is
+//! whole text once at `finish()`: it keeps [§11.1](docs/streaming.md#s11-1)'s invariants (nothing is
 //! released that a continuation could change; `R = W(T)` when not blocked)
 //! at the price of promptness, and fails closed past
 //! `stream.max_holdback_chars`. Never logs or keeps a payload past the

@@ -1,4 +1,4 @@
-//! The evaluation handlers (SPEC §9.4): `POST /evaluate`, `/v1/evaluate`
+//! The evaluation handlers ([§9.4](docs/http-api.md#s9-4)): `POST /evaluate`, `/v1/evaluate`
 //! and `/evaluate/batch`. They read bodies through the extractors and run
 //! their work through [`crate::server::work`]; they must not touch the
 //! route table or the middleware, or put any part of a payload in a log
@@ -146,7 +146,7 @@ pub(crate) async fn evaluate_batch(
 }
 
 /// `items` of a batch body (an array), and its `normalize` (every item's
-/// default, SPEC §15).
+/// default, [§15](docs/evasion.md#s15)).
 fn batch_items(body: Value) -> Result<(Vec<Value>, Option<Normalize>), String> {
     let mut obj = match body {
         Value::Object(obj) => obj,

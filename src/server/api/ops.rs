@@ -1,4 +1,4 @@
-//! The operations handlers (SPEC §9.4): probes (`/healthz`, `/readyz`,
+//! The operations handlers ([§9.4](docs/http-api.md#s9-4)): probes (`/healthz`, `/readyz`,
 //! `/v1/health`), `/v1/status`, `/v1/packs`, `/metrics` and
 //! `POST /admin/reload`. They read the shared state and never evaluate; a
 //! status shows license and pack metadata, never a key, a token or a pack's
@@ -24,7 +24,7 @@ pub(crate) async fn healthz() -> Response {
     json_response(StatusCode::OK, &json!({"status": "ok"}))
 }
 
-/// Why the server is not ready, if it is not (SPEC §9.4 `/readyz`).
+/// Why the server is not ready, if it is not ([§9.4](docs/http-api.md#s9-4) `/readyz`).
 fn not_ready(state: &AppState) -> Option<ApiError> {
     if state.is_draining() {
         return Some(ApiError::unavailable(

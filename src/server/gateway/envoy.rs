@@ -1,9 +1,9 @@
-//! Envoy external authorization, HTTP service mode (SPEC §12.2, §12.4): any
+//! Envoy external authorization, HTTP service mode ([§12.2](docs/gateways.md#s12-2), [§12.4](docs/gateways.md#s12-4)): any
 //! method under `/envoy/ext_authz/`; every string value of the body is
 //! judged with one generation (a body that is not JSON is one text). FATAL
 //! anywhere → 403 with the OpenAI-style error body; otherwise 200 with
 //! `x-helixor-action` and `x-helixor-receipt`. ext_authz cannot change a
-//! body: redaction is ext_proc's (§12.3). Never puts any part of a payload
+//! body: redaction is ext_proc's ([§12.3](docs/gateways.md#s12-3)). Never puts any part of a payload
 //! in an answer, a log or a metric.
 
 use super::{

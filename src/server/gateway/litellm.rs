@@ -1,4 +1,4 @@
-//! `POST /beta/litellm_basic_guardrail_api` (SPEC §12.1, §12.4): LiteLLM's
+//! `POST /beta/litellm_basic_guardrail_api` ([§12.1](docs/gateways.md#s12-1), [§12.4](docs/gateways.md#s12-4)): LiteLLM's
 //! generic guardrail API as LiteLLM 1.108.7 calls it. Judges, with one
 //! generation, every string of what LiteLLM forwards to the model: `texts`,
 //! `structured_messages` (the chat rows: tool results, tool call arguments,
@@ -7,7 +7,7 @@
 //! `model`, ids) is LiteLLM's, not the model's, and is not judged. Answers
 //! `BLOCKED`, `GUARDRAIL_INTERVENED` (with the redacted `texts`, and the
 //! redacted `structured_messages` and `tools` where they changed) or `NONE`;
-//! for replies it adds `stream_holdback_chars` from §11's release rule, so
+//! for replies it adds `stream_holdback_chars` from [§11](docs/streaming.md#s11)'s release rule, so
 //! that a streamed reply never shows a fragment of a redacted value.
 //! LiteLLM 1.108.7 takes no tool calls back from a guardrail, so a tool
 //! call that would need redacting where no `structured_messages` row can
@@ -20,7 +20,7 @@
 //! that marks the last call. So every answer must be right if it is the last:
 //! `texts` is W(T), the whole redacted text, and `stream_holdback_chars` the
 //! code points of W(T) after the prefix that no continuation can change
-//! (what a §11 session releases after one push of T). LiteLLM sends
+//! (what a [§11](docs/streaming.md#s11) session releases after one push of T). LiteLLM sends
 //! `W(T)[..len − holdback]` and, on the last call, all of W(T). A FATAL
 //! decision of the text so far is `BLOCKED` at once: waiting for it to be
 //! final is not possible when the last call cannot be recognised.
@@ -44,7 +44,7 @@ use serde_json::Value;
 pub const LITELLM_ROUTE: &str = "/beta/litellm_basic_guardrail_api";
 
 /// The fields of a call that LiteLLM forwards to the model: every string in
-/// them is judged (SPEC §12.4).
+/// them is judged ([§12.4](docs/gateways.md#s12-4)).
 const JUDGED_FIELDS: [&str; 4] = ["texts", "structured_messages", "tools", "tool_calls"];
 
 /// `input_type` of a call: a prompt (pre_call, during_call) or a reply (post_call).
@@ -174,7 +174,7 @@ pub const INTERVENED: &str = "GUARDRAIL_INTERVENED";
 pub const NONE: &str = "NONE";
 
 /// Code points at the end of `clean` (= W(T)) that a continuation of `text`
-/// could still change: what a §11 session holds back after one push of `text`.
+/// could still change: what a [§11](docs/streaming.md#s11) session holds back after one push of `text`.
 /// `Err` with the session's reason when it fails closed (hold-back limit).
 fn holdback(ev: &Evaluator, text: &str, clean: &str, opts: StreamOptions) -> Result<usize, String> {
     let mut session = ev.stream(StreamOptions {
@@ -186,7 +186,7 @@ fn holdback(ev: &Evaluator, text: &str, clean: &str, opts: StreamOptions) -> Res
     if let Some(b) = session.blocked() {
         return Err(b.reason.clone());
     }
-    // The release is a prefix of W(T) by §11.1; if it ever were not, hold
+    // The release is a prefix of W(T) by [§11.1](docs/streaming.md#s11-1); if it ever were not, hold
     // everything back rather than let LiteLLM send a wrong prefix.
     Ok(clean
         .strip_prefix(released.text.as_str())

@@ -1,13 +1,13 @@
-//! What the gateway routes share (SPEC §12): how a body is judged (every
-//! string value, SPEC §12.4, through [`crate::json_text`]), which decision
+//! What the gateway routes share ([§12](docs/gateways.md#s12)): how a body is judged (every
+//! string value, [§12.4](docs/gateways.md#s12-4), through [`crate::json_text`]), which decision
 //! speaks for an exchange, the refusal body, the pack header, and the
 //! refusal of compressed bodies. ext_authz, ext_proc and the LiteLLM route
 //! all judge through here, so no two of them can read a body differently.
 //! Nothing here logs or returns any part of a payload.
 //!
-//! - [`ext_proc`]: Envoy's external processing over gRPC (SPEC §12.3);
-//! - `envoy`: Envoy's external authorization, HTTP service mode (§12.2);
-//! - `litellm`: LiteLLM's generic guardrail API (§12.1).
+//! - [`ext_proc`]: Envoy's external processing over gRPC ([§12.3](docs/gateways.md#s12-3));
+//! - `envoy`: Envoy's external authorization, HTTP service mode ([§12.2](docs/gateways.md#s12-2));
+//! - `litellm`: LiteLLM's generic guardrail API ([§12.1](docs/gateways.md#s12-1)).
 
 pub(crate) mod envoy;
 pub mod ext_proc;
@@ -23,7 +23,7 @@ use axum::http::HeaderMap;
 use serde_json::{json, Value};
 use std::borrow::Cow;
 
-/// The request header that names a pack on the gateway routes (SPEC §12).
+/// The request header that names a pack on the gateway routes ([§12](docs/gateways.md#s12)).
 pub const PACK_HEADER: &str = "x-helixor-pack";
 /// The deciding action, on an allowed request.
 pub const ACTION_HEADER: &str = "x-helixor-action";
@@ -32,7 +32,7 @@ pub const RECEIPT_HEADER: &str = "x-helixor-receipt";
 /// `error.type` of a refused request.
 pub const POLICY_VIOLATION: &str = "helixor_policy_violation";
 
-/// The pack named by the `x-helixor-pack` header, if any (SPEC §12).
+/// The pack named by the `x-helixor-pack` header, if any ([§12](docs/gateways.md#s12)).
 pub(crate) fn pack_header(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
     match headers.get(PACK_HEADER) {
         None => Ok(None),
@@ -81,7 +81,7 @@ pub(crate) enum Need {
 }
 
 /// Judges the strings of one exchange with one pack, and keeps the decision
-/// that speaks for it (SPEC §12.2): the first FATAL one, else the first
+/// that speaks for it ([§12.2](docs/gateways.md#s12-2)): the first FATAL one, else the first
 /// that redacted, else the first.
 pub(crate) struct Judge<'e, 'm> {
     ev: &'e Evaluator,
@@ -257,7 +257,7 @@ pub(crate) enum Verdict {
     Rewrite(Vec<u8>),
     /// A FATAL string: the exchange is refused.
     Refuse,
-    /// The request was answered without this work (SPEC §9.1): it stopped
+    /// The request was answered without this work ([§9.1](docs/configuration.md#s9-1)): it stopped
     /// between two strings, and its verdict must not be used.
     Abandoned,
 }
@@ -281,7 +281,7 @@ pub(crate) fn declared_json(content_type: Option<&[u8]>) -> bool {
     media.is_empty() || media == "application/json" || media.ends_with("+json")
 }
 
-/// Judges every string value of `body` (SPEC §12.4), or the body as one
+/// Judges every string value of `body` ([§12.4](docs/gateways.md#s12-4)), or the body as one
 /// text when it is not JSON; stops at the first FATAL string. At most
 /// `max_texts` strings. A body that starts like JSON but is not strict JSON
 /// is refused when it is `declared_json` ([`declared_json`]), else judged
@@ -346,7 +346,7 @@ fn judge_strings(
     }
 }
 
-/// The 403 body of a refused exchange (SPEC §12.2): no part of the payload.
+/// The 403 body of a refused exchange ([§12.2](docs/gateways.md#s12-2)): no part of the payload.
 pub fn violation_body(d: &Decision<'_>) -> Value {
     json!({"error": {
         "message": d.reason.unwrap_or(d.action),
@@ -387,7 +387,7 @@ mod tests {
             verdict(r#"{"a":"123\u002d45\u002d6789"}"#),
             "refuse RULE-GLBA-SSN-BLOCK"
         );
-        // Keys are not judged (SPEC §12.4).
+        // Keys are not judged ([§12.4](docs/gateways.md#s12-4)).
         assert_eq!(verdict(r#"{"by":{"123-45-6789":1}}"#), "pass");
         assert_eq!(
             verdict(r#"{"arguments":"{\"ssn\":\"123\\u002d45\\u002d6789\"}"}"#),

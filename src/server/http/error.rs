@@ -1,4 +1,4 @@
-//! The HTTP error (SPEC §9.4): [`ApiError`], built from a §4.3 name and a
+//! The HTTP error ([§9.4](docs/http-api.md#s9-4)): [`ApiError`], built from a [§4.3](docs/errors.md#s4-3) name and a
 //! client-safe message, its status following from the name, and the JSON
 //! body `{"error": NAME, "message": …}` that every error answer carries
 //! (handlers', extractors', layers' and panics'). It must not read a request
@@ -13,10 +13,10 @@ use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use serde_json::json;
 
-/// The error name of a 500 (a bug: a handler panicked): not a §4.3 name.
+/// The error name of a 500 (a bug: a handler panicked): not a [§4.3](docs/errors.md#s4-3) name.
 pub const INTERNAL_ERROR: &str = "InternalError";
 
-/// An HTTP error: a §4.3 name (or [`INTERNAL_ERROR`]), a message that never
+/// An HTTP error: a [§4.3](docs/errors.md#s4-3) name (or [`INTERNAL_ERROR`]), a message that never
 /// quotes the payload, and the status that follows from the name.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ApiError {
@@ -26,7 +26,7 @@ pub struct ApiError {
     message: String,
 }
 
-/// The HTTP status of a named error (SPEC §9.4). Every name has its arm:
+/// The HTTP status of a named error ([§9.4](docs/http-api.md#s9-4)). Every name has its arm:
 /// a new name must be given a status here, it cannot become a 500 unseen.
 pub fn status_of(name: ErrorName) -> StatusCode {
     match name {
@@ -86,7 +86,7 @@ impl ApiError {
     }
 
     /// The same error found in the upstream's reply rather than in the
-    /// client's request (ext_proc, SPEC §12.3): a 502, whatever the name.
+    /// client's request (ext_proc, [§12.3](docs/gateways.md#s12-3)): a 502, whatever the name.
     pub(crate) fn in_reply(mut self) -> Self {
         self.status = StatusCode::BAD_GATEWAY;
         self
@@ -193,7 +193,7 @@ impl std::io::Write for Capped {
 }
 
 /// A JSON answer of at most `max` bytes, or the 413 `PayloadTooLargeError`
-/// naming `limits.max_response_bytes` (SPEC §9.1). Serialising stops at
+/// naming `limits.max_response_bytes` ([§9.1](docs/configuration.md#s9-1)). Serialising stops at
 /// the limit: a larger answer is never held whole.
 pub(crate) fn json_response_capped(
     status: StatusCode,
@@ -238,7 +238,7 @@ pub(crate) struct LayerMessages {
 }
 
 /// Gives an error that a layer or an extractor produced without a JSON
-/// body the SPEC §9.4 body `{"error": NAME, "message": ...}`; other
+/// body the [§9.4](docs/http-api.md#s9-4) body `{"error": NAME, "message": ...}`; other
 /// responses pass unchanged.
 pub(crate) fn layer_error_json(resp: Response, messages: &LayerMessages) -> Response {
     let status = resp.status();

@@ -1,7 +1,7 @@
-//! Extractors: how a handler gets its request body (SPEC §9.1, §9.4). The
+//! Extractors: how a handler gets its request body ([§9.1](docs/configuration.md#s9-1), [§9.4](docs/http-api.md#s9-4)). The
 //! content type is checked, the body capped at `limits.max_body_bytes`
 //! (413 over it, declared or sent) and parsed as strict JSON (a key twice is
-//! a 400), each with the SPEC's error; evaluation bodies go through the one
+//! a 400), each with its documented error ([§9.4](docs/http-api.md#s9-4)); evaluation bodies go through the one
 //! parser of [`crate::request`]. They read the configuration's limits and
 //! nothing else of the state, and never quote a body in a message.
 
@@ -150,7 +150,7 @@ pub(crate) fn is_length_limit(e: &(dyn std::error::Error + 'static)) -> bool {
 /// A request body of at most `limit` bytes (413 `PayloadTooLargeError`
 /// over it, declared or sent; 400 if it cannot be read).
 async fn read_body(req: Request, limit: usize) -> Result<Bytes, ApiError> {
-    // Before any other look at the body (SPEC §12.4): nothing is decoded.
+    // Before any other look at the body ([§12.4](docs/gateways.md#s12-4)): nothing is decoded.
     if let Some(coding) = request_coding(req.headers()) {
         return Err(compressed_request(&coding));
     }
@@ -206,8 +206,8 @@ pub(crate) fn request_coding(headers: &HeaderMap) -> Option<String> {
     )
 }
 
-/// 415 for a compressed request body: nothing is decoded on the way (SPEC
-/// §12.4), so what it holds cannot be judged.
+/// 415 for a compressed request body: nothing is decoded on the way
+/// ([§12.4](docs/gateways.md#s12-4)), so what it holds cannot be judged.
 pub(crate) fn compressed_request(coding: &str) -> ApiError {
     ApiError::new(
         ErrorName::UnsupportedMediaTypeError,

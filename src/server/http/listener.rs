@@ -1,4 +1,4 @@
-//! The HTTP accept loop (SPEC §9.1 connection keys): at most
+//! The HTTP accept loop ([§9.1](docs/configuration.md#s9-1) connection keys): at most
 //! `limits.max_connections` connections at once, a connection that has not
 //! sent a whole request head within `header_read_timeout_ms` is closed
 //! (slowloris), an idle keep-alive connection is closed after
@@ -7,7 +7,7 @@
 //! shutdown lets requests in flight finish. It serves the router as it is:
 //! it never looks at a request's content. The answers hyper writes by itself
 //! for requests it cannot parse (400, 414, 431) get the JSON error body of
-//! §9.4 like every other error.
+//! [§9.4](docs/http-api.md#s9-4) like every other error.
 //!
 //! At the connection cap, a new connection makes room: the open connection
 //! with no request in progress (idle keep-alive, or still sending a request
@@ -191,7 +191,7 @@ async fn watchdog(clock: Arc<Clock>, limits: ConnLimits) {
 }
 
 /// The socket, noting when bytes arrive and when writes stop moving, and
-/// giving hyper's own error answers the JSON body of SPEC §9.4.
+/// giving hyper's own error answers the JSON body of [§9.4](docs/http-api.md#s9-4).
 struct Watched {
     inner: TcpStream,
     clock: Arc<Clock>,
@@ -215,7 +215,7 @@ fn hyper_error_status(buf: &[u8]) -> Option<u16> {
     .then_some(status)
 }
 
-/// The §9.4 answer for a request hyper could not parse.
+/// The [§9.4](docs/http-api.md#s9-4) answer for a request hyper could not parse.
 fn json_error_answer(status: u16) -> Vec<u8> {
     let (reason, message) = match status {
         414 => ("URI Too Long", "the request target is over the size limit"),
@@ -304,7 +304,7 @@ impl AsyncWrite for Watched {
 }
 
 /// In a request's extensions: closes the request's connection at once (a
-/// stream whose reader stopped reading loses its stream, SPEC §9.1).
+/// stream whose reader stopped reading loses its stream, [§9.1](docs/configuration.md#s9-1)).
 #[derive(Debug, Clone)]
 pub struct CloseConnection(Arc<tokio::sync::Notify>);
 

@@ -1,8 +1,8 @@
 //! The HTTP kit that serve mode and the catalog server share: the JSON
-//! error type and bodies ([`ApiError`], SPEC §9.4), body extractors (content
+//! error type and bodies ([`ApiError`], [§9.4](docs/http-api.md#s9-4)), body extractors (content
 //! type, size cap, strict JSON), route tables and the router built from
 //! one, request ids and the method label, and the accept loop with its
-//! connection limits (SPEC §9.1). It knows no route, no handler and no
+//! connection limits ([§9.1](docs/configuration.md#s9-1)). It knows no route, no handler and no
 //! shared state of either server: the extractors read their size cap
 //! through [`BodyLimit`].
 

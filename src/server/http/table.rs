@@ -1,4 +1,4 @@
-//! Route tables (SPEC §9.4): one entry per method and path with what every
+//! Route tables ([§9.4](docs/http-api.md#s9-4)): one entry per method and path with what every
 //! list derived from it needs (auth exemption, probe, gateway, metrics
 //! label, documented), and the router built from a table, a 405 with
 //! `Allow` for another method on a known path. Serve mode and the catalog
@@ -25,11 +25,11 @@ pub struct Route<S: 'static> {
     pub path: &'static str,
     /// Builds the handler for a method filter.
     pub handler: fn(MethodFilter) -> MethodRouter<S>,
-    /// Answers without a bearer token (probes and scraping, SPEC §9.1).
+    /// Answers without a bearer token (probes and scraping, [§9.1](docs/configuration.md#s9-1)).
     pub auth_exempt: bool,
     /// Outside the concurrency limit: a probe must answer under load.
     pub probe: bool,
-    /// Also takes the token as `x-api-key` (gateway routes, SPEC §12).
+    /// Also takes the token as `x-api-key` (gateway routes, [§12](docs/gateways.md#s12)).
     pub gateway: bool,
     /// The `route` label of its metrics (never a raw path).
     pub label: &'static str,

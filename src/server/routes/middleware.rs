@@ -1,4 +1,4 @@
-//! The middleware of serve mode (SPEC §9.1, §9.4): request ids, metrics and
+//! The middleware of serve mode ([§9.1](docs/configuration.md#s9-1), [§9.4](docs/http-api.md#s9-4)): request ids, metrics and
 //! the request log line, JSON bodies for layers' errors, bearer-token auth
 //! and the concurrency limit. Which routes are exempt, probes or gateways,
 //! and their metrics labels, come from the route table ([`super::ROUTES`]);
@@ -81,8 +81,8 @@ pub(super) async fn observe(
     resp
 }
 
-/// Bearer-token check (SPEC §9.1 `auth`), fail closed when tokens are
-/// configured but not loaded. Gateway routes also take `x-api-key` (§12).
+/// Bearer-token check ([§9.1](docs/configuration.md#s9-1) `auth`), fail closed when tokens are
+/// configured but not loaded. Gateway routes also take `x-api-key` ([§12](docs/gateways.md#s12)).
 pub(super) async fn auth(State(state): State<AppStateRef>, req: Request, next: Next) -> Response {
     let route = route_at(req.uri().path());
     if state.config.tokens_file.is_some() && !route.is_some_and(|r| r.auth_exempt) {
@@ -126,7 +126,7 @@ pub(super) async fn concurrency(
     if route_at(req.uri().path()).is_some_and(|r: &Route<AppStateRef>| r.probe) {
         return next.run(req).await;
     }
-    // The slot is taken once the whole body has arrived (SPEC §9.1): a
+    // The slot is taken once the whole body has arrived ([§9.1](docs/configuration.md#s9-1)): a
     // client that trickles its upload holds a connection, never a slot.
     // The upload is bounded by the body limit and request_timeout_ms.
     let limits = &state.config.limits;
@@ -136,7 +136,7 @@ pub(super) async fn concurrency(
     }
     // A large body is read only once memory for it is reserved: a flood of
     // large uploads waits in the sockets (the kernel's buffers), not in the
-    // server's memory (SPEC §9.1; issue 27 row 5). Small bodies, probes'
+    // server's memory ([§9.1](docs/configuration.md#s9-1); issue 27 row 5). Small bodies, probes'
     // and most requests', need no reservation.
     let reserve = match declared_length(&parts.headers) {
         Some(n) if n <= INLINE_BYTES as u64 => 0,

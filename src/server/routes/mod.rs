@@ -1,4 +1,4 @@
-//! The HTTP API of serve mode (SPEC §9.4): the one route table
+//! The HTTP API of serve mode ([§9.4](docs/http-api.md#s9-4)): the one route table
 //! ([`ROUTES`]) and the router built from it with the middleware stack.
 //! Everything that depends on a route — the handler, auth exemption, probe
 //! routes outside the concurrency limit, gateway routes that take
@@ -57,7 +57,7 @@ const fn api(
     }
 }
 
-/// A gateway route (SPEC §12): an [`api`] route that also takes `x-api-key`.
+/// A gateway route ([§12](docs/gateways.md#s12)): an [`api`] route that also takes `x-api-key`.
 const fn gateway(
     method: &'static str,
     path: &'static str,
@@ -69,7 +69,7 @@ const fn gateway(
     }
 }
 
-/// A probe (SPEC §9.1): no token, not limited.
+/// A probe ([§9.1](docs/configuration.md#s9-1)): no token, not limited.
 const fn probe(
     method: &'static str,
     path: &'static str,
@@ -82,7 +82,7 @@ const fn probe(
     }
 }
 
-/// ext_authz answers every method Envoy forwards (SPEC §12.2).
+/// ext_authz answers every method Envoy forwards ([§12.2](docs/gateways.md#s12-2)).
 fn ext_authz(f: MethodFilter) -> MethodRouter<AppStateRef> {
     on(f, envoy::ext_authz)
 }

@@ -1,6 +1,6 @@
 //! Helpers for the black-box CLI tests: a sandbox per test (its own HOME,
 //! working directory, issuer key and licenses, no `HELIXOR_*` variables from
-//! the caller's environment), and assertions on the error contract of SPEC §4.3.
+//! the caller's environment), and assertions on the error contract of [§4.3](docs/errors.md#s4-3).
 
 use assert_cmd::Command;
 use serde_json::Value;
@@ -12,7 +12,7 @@ use std::time::Duration;
 /// The issuer key id every sandbox generates.
 pub const ISSUER: &str = "test-issuer";
 
-/// The exact message of every decryption failure (SPEC §4.3).
+/// The exact message of every decryption failure ([§4.3](docs/errors.md#s4-3)).
 pub const UNSEAL_MESSAGE: &str =
     "Decryption failed: content key mismatch or corrupted pack envelope";
 
@@ -196,7 +196,7 @@ impl Env {
 
     /// Runs a command that must fail with error `name` and exit `code`, once
     /// with text errors and once with `--error-format json` (after the
-    /// subcommand), and checks SPEC §4.3: the name is the first word of
+    /// subcommand), and checks [§4.3](docs/errors.md#s4-3): the name is the first word of
     /// stderr and the `error` field, `problems` is present (non-empty only
     /// for `UnsupportedPackDeclarationError`), nothing on stdout, no panic.
     pub fn fails(&self, args: Vec<OsString>, name: &str, code: i32) -> Failure {

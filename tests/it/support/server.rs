@@ -434,7 +434,7 @@ pub fn deployment(extra: &str) -> (Fixture, PathBuf, PathBuf, PathBuf) {
     (fx, lic, packs_dir, cfg)
 }
 
-/// SPEC §12.4: the places of an LLM or agent exchange where a value
+/// [§12.4](docs/gateways.md#s12-4): the places of an LLM or agent exchange where a value
 /// travels, each a JSON body with `value` in one string (`value` holds no
 /// quote or backslash). Every row was allowed through the gateways before
 /// every string was judged (issue 28).

@@ -1,4 +1,4 @@
-//! `POST /v1/evaluate/stream` (SPEC §11.2): cuts the request's text into
+//! `POST /v1/evaluate/stream` ([§11.2](docs/streaming.md#s11-2)): cuts the request's text into
 //! pieces, runs them through one stream session of one generation, and
 //! sends its releases as server-sent events. Errors found before the stream
 //! starts are the usual JSON errors; an event never holds text the session
@@ -480,7 +480,7 @@ impl Job {
     }
 }
 
-/// A release event (fields in the order of SPEC §11.2).
+/// A release event (fields in the order of [§11.2](docs/streaming.md#s11-2)).
 #[derive(Serialize)]
 struct ReleaseEvent<'a> {
     chunk_index: usize,
@@ -521,7 +521,7 @@ struct DoneEvent<'a> {
     pack_id: &'a str,
     generation: u64,
     latency_us: f64,
-    /// SPEC §15: present (true) when the evasion view differed from the text.
+    /// [§15](docs/evasion.md#s15): present (true) when the evasion view differed from the text.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     normalized: bool,
 }

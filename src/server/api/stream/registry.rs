@@ -1,6 +1,6 @@
 //! The registry of the streams in flight (`POST /v1/evaluate/stream`): the
 //! bytes each holds and which wait for their readers, so that a new stream
-//! cuts the longest-waiting ones to make room (SPEC §9.1). The shared state
+//! cuts the longest-waiting ones to make room ([§9.1](docs/configuration.md#s9-1)). The shared state
 //! holds one; it knows nothing of sessions, events or requests.
 
 use std::collections::{BTreeMap, HashMap};

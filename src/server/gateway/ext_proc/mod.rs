@@ -1,17 +1,17 @@
-//! Envoy external processing over gRPC (SPEC §12.3):
+//! Envoy external processing over gRPC ([§12.3](docs/gateways.md#s12-3)):
 //! `envoy.service.ext_proc.v3.ExternalProcessor/Process` on `ext_proc.listen`
 //! (h2c). One gRPC stream is one HTTP exchange through Envoy, judged with one
 //! pack of one generation from its first message to its last.
 //!
-//! - Requests: the LLM request body's texts (as §12.2 finds them) are
+//! - Requests: the LLM request body's texts (as [§12.2](docs/gateways.md#s12-2) finds them) are
 //!   redacted in place, with the content length corrected, or the request
-//!   is refused with an `ImmediateResponse` 403 and the §12.2 error body.
+//!   is refused with an `ImmediateResponse` 403 and the [§12.2](docs/gateways.md#s12-2) error body.
 //! - JSON replies: redacted in place, or replaced by the 403 error. A reply
 //!   that Envoy would stream is switched to `BUFFERED` by `mode_override`
 //!   (when the filter allows it) so that a refusal can still change the
 //!   status; otherwise its chunks are held here and sent whole at its end.
 //! - Streamed replies (`text/event-stream`): rewritten event by event by
-//!   [`sse::SseRewriter`], one §11 session per streamed field, so that the
+//!   [`sse::SseRewriter`], one [§11](docs/streaming.md#s11) session per streamed field, so that the
 //!   client never receives a fragment of a redacted value.
 //!
 //! Every message gets its answer (in `FULL_DUPLEX_STREAMED` mode, every body
@@ -84,7 +84,7 @@ const ANSWER_BUFFER: usize = 16;
 const QUEUE_WAIT: Duration = crate::server::work::QUEUE_WAIT;
 
 /// The ext_proc gRPC service, sharing the HTTP server's state but not its
-/// concurrency slots (SPEC §9.1 `ext_proc.max_concurrency`): streams that
+/// concurrency slots ([§9.1](docs/configuration.md#s9-1) `ext_proc.max_concurrency`): streams that
 /// Envoy (or anyone) holds open never take a slot of the HTTP routes.
 #[derive(Debug, Clone)]
 pub struct ExtProc {
@@ -182,7 +182,7 @@ impl ExternalProcessor for ExtProc {
                     }
                     Err(_) => {
                         // A stream that sends nothing holds a slot for
-                        // nothing: it is ended (SPEC §9.1).
+                        // nothing: it is ended ([§9.1](docs/configuration.md#s9-1)).
                         let _ = tx
                             .send(Err(Status::deadline_exceeded(
                                 "the stream sent nothing for ext_proc.idle_stream_timeout_ms",
@@ -278,7 +278,7 @@ pub async fn spawn(
     let task = tokio::spawn(async move {
         let served = tonic::transport::Server::builder()
             .http2_keepalive_interval(Some(Duration::from_secs(30)))
-            // One connection cannot open more streams than this (SPEC §9.1).
+            // One connection cannot open more streams than this ([§9.1](docs/configuration.md#s9-1)).
             .max_concurrent_streams(Some(max_streams))
             .add_service(service)
             .serve_with_incoming_shutdown(incoming, stop)
@@ -456,7 +456,7 @@ impl Exchange {
         }
     }
 
-    /// Chooses the pack at the first message: `x-helixor-pack`, else §9.4.
+    /// Chooses the pack at the first message: `x-helixor-pack`, else [§9.4](docs/http-api.md#s9-4).
     fn bind(&mut self, headers: Option<&HttpHeaders>) -> Result<(), ApiError> {
         if self.ev.is_some() {
             return Ok(());
@@ -779,7 +779,7 @@ impl Exchange {
     }
 }
 
-/// Judges a whole body: every string value (SPEC §12.4), or the body as one
+/// Judges a whole body: every string value ([§12.4](docs/gateways.md#s12-4)), or the body as one
 /// text when it is not JSON; stops at the first FATAL string.
 fn judge(
     state: &AppState,
@@ -932,7 +932,7 @@ fn immediate(status: StatusCode, body: &Value, details: &str) -> ProcessingRespo
     }))
 }
 
-/// A local reply carrying one of the §9.4 errors.
+/// A local reply carrying one of the [§9.4](docs/http-api.md#s9-4) errors.
 fn immediate_error(e: &ApiError) -> ProcessingResponse {
     let body = serde_json::json!({"error": e.name(), "message": e.message()});
     immediate(e.status(), &body, e.name())
@@ -954,7 +954,7 @@ fn header(h: &HttpHeaders, name: &str) -> Option<String> {
 }
 
 /// The content coding of a body, from every `content-encoding` line,
-/// unless it is `identity` (SPEC §12.4).
+/// unless it is `identity` ([§12.4](docs/gateways.md#s12-4)).
 fn compressed(h: &HttpHeaders) -> Option<String> {
     let map: &HeaderMap = h.headers.as_ref()?;
     content_coding(

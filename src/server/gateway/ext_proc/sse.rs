@@ -1,8 +1,8 @@
 //! A streamed LLM reply (`text/event-stream`) rewritten as it passes through
-//! Envoy (SPEC §12.3): every text field that arrives in pieces (OpenAI
+//! Envoy ([§12.3](docs/gateways.md#s12-3)): every text field that arrives in pieces (OpenAI
 //! `choices[].delta.content`, tool call arguments and completions `text`;
 //! Anthropic `content_block_delta`; OpenAI responses `output_text` deltas)
-//! goes through its own §11 session, and an event carries only what that
+//! goes through its own [§11](docs/streaming.md#s11) session, and an event carries only what that
 //! session released. Events without such a field are judged whole. A FATAL
 //! match (or a limit) ends the stream with `data: {"error": …}` and nothing
 //! after it. Memory is bounded: one partial event of at most the body limit,
@@ -130,7 +130,7 @@ fn ends(k: &str, key: &str) -> bool {
         .is_some_and(|rest| rest.is_empty() || rest.starts_with('.'))
 }
 
-/// The streamed text fields of an event, by format (SPEC §12.3, §12.4).
+/// The streamed text fields of an event, by format ([§12.3](docs/gateways.md#s12-3), [§12.4](docs/gateways.md#s12-4)).
 /// Every string an event carries outside them is judged whole with the
 /// event, so an event of a kind not named here never passes unjudged text.
 ///
@@ -305,7 +305,7 @@ impl std::fmt::Debug for SseRewriter {
     }
 }
 
-/// The event that ends a refused stream (SPEC §12.3): no part of the payload.
+/// The event that ends a refused stream ([§12.3](docs/gateways.md#s12-3)): no part of the payload.
 pub fn error_event(r: &Refusal) -> Vec<u8> {
     let body = json!({"error": {
         "message": r.reason,

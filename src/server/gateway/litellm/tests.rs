@@ -307,7 +307,7 @@ fn malformed_calls_say_which_field() {
     assert_eq!(c.pack_id.as_deref(), Some("p.v1"));
 }
 
-/// SPEC §12.4: what LiteLLM forwards besides `texts` is judged too.
+/// [§12.4](docs/gateways.md#s12-4): what LiteLLM forwards besides `texts` is judged too.
 #[test]
 fn rows_tools_and_tool_calls_are_judged_and_metadata_is_not() {
     let ev = evaluator();
