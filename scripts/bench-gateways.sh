@@ -6,7 +6,7 @@
 # by round so the shared machine's drift hits each alike. Each binary
 # serves the demo deployment on 127.0.0.1; wrk drives one connection per
 # core for SECONDS a run. ext_proc judges a body with the same code
-# (src/server/gateway.rs); its end-to-end figures come from
+# (src/server/gateway/mod.rs); its end-to-end figures come from
 # `scripts/envoy-e2e.sh --only latency`. Usage:
 #   BINS="old=/path/a new=target/release/helixor-pack" scripts/bench-gateways.sh [SECONDS] [ROUNDS]
 # (default BINS: new=target/release/helixor-pack, built here; 10 s, 3 rounds).
