@@ -87,6 +87,10 @@ pub(super) struct RuleState {
     /// value counts is decided once it has (or at the end of input), in
     /// order, and the release waits before the first of them.
     pub(super) awaiting: VecDeque<(usize, usize)>,
+    /// For the first of `awaiting`: the absolute offset its window has been
+    /// counted up to and the code points counted (each byte is counted
+    /// once, however small the pieces).
+    pub(super) awaited: (usize, usize),
 }
 
 /// A committed match not yet released. Ordered as the [§6.3](docs/evaluation.md#s6-3) sweep takes
@@ -259,6 +263,7 @@ impl Core {
                     terminal: Vec::new(),
                     dirty: None,
                     awaiting: VecDeque::new(),
+                    awaited: (0, 0),
                 })
                 .collect(),
             pending: BTreeSet::new(),
@@ -567,12 +572,28 @@ impl Core {
     ) -> bool {
         let after = ev.settles_after(i);
         let mut fatal = false;
-        while let Some(&(s, e)) = self.rules[i].awaiting.front() {
-            let (s, e) = (s - self.dropped, e - self.dropped);
-            if !eoi && self.buf[e..n].chars().take(after).count() < after {
-                break;
+        while let Some(&(s_abs, e_abs)) = self.rules[i].awaiting.front() {
+            let (s, e) = (s_abs - self.dropped, e_abs - self.dropped);
+            if !eoi {
+                let (from, mut seen) = match self.rules[i].awaited {
+                    (at, seen) if at > e_abs => (at - self.dropped, seen),
+                    _ => (e, 0),
+                };
+                let mut at = from;
+                for c in self.buf[from..n].chars() {
+                    if seen >= after {
+                        break;
+                    }
+                    seen += 1;
+                    at += c.len_utf8();
+                }
+                self.rules[i].awaited = (self.dropped + at, seen);
+                if seen < after {
+                    break;
+                }
             }
             self.rules[i].awaiting.pop_front();
+            self.rules[i].awaited = (0, 0);
             if let Some((vs, ve)) = ev.value_of(i, &self.buf[..n], s, e, caches) {
                 fatal |= self.record(ev, i, vs, ve);
             }
