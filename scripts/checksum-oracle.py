@@ -46,7 +46,7 @@ from stdnum.in_ import aadhaar, gstin
 from stdnum.it import iva
 from stdnum.jp import in_ as jp_in
 from stdnum.kr import rrn
-from stdnum.nl import bsn
+from stdnum.nl import bsn, btw
 from stdnum.pl import nip
 
 SEED = 20260216
@@ -336,6 +336,26 @@ def gstin_spec(v: str) -> bool:
     return v.isascii() and gstin.is_valid(v)
 
 
+def gen_nl_btw(rng):
+    """A Dutch VAT number: half on a valid BSN, half a sole trader's 2020
+    number (MOD 97-10 over NL, the digits, B and the suffix)."""
+    mod97 = rng.random() < 0.5
+    while True:
+        digits = rand_digits(rng, 9)
+        suffix = f"{rng.randint(1, 99):02d}"
+        v = "NL" + digits + "B" + suffix
+        if int(digits) > 0 and (mod_97_10.is_valid(v) if mod97 else bsn.is_valid(digits)):
+            return v if rng.random() < 0.8 else v[2:]
+
+
+def nl_btw_spec(v: str) -> bool:
+    """stdnum.nl.btw on ASCII values (stdnum's isdigits takes other digits)
+    with exactly nine digits before the B (stdnum pads fewer with zeros)."""
+    c = re.sub(r"[ ./-]", "", v).upper()
+    c = c[2:] if c.startswith("NL") else c
+    return v.isascii() and len(c) == 12 and btw.is_valid(v)
+
+
 def gen_until(valid, n):
     """Random n-digit values until `valid` takes one (a tenth or so pass)."""
     def gen(rng):
@@ -442,6 +462,7 @@ VALIDATORS = [
     ("jp_my_number", "stdnum.jp.in_", jp_in.is_valid,
      lambda v: ascii_digits(v) and jp_in.is_valid(v), gen_jp_my_number, False),
     ("in_gstin", "stdnum.in_.gstin", gstin.is_valid, gstin_spec, gen_gstin, True),
+    ("nl_btw", "stdnum.nl.btw", btw.is_valid, nl_btw_spec, gen_nl_btw, True),
 ]
 
 # The curated packs' (packs/*.yaml) other identifiers, expressed with the
@@ -498,6 +519,10 @@ EDGES = {
     "in_gstin": ["27AAPFU0939F1ZV", "27aapfu0939f1zv", "27AAPFU0939F1Z", "369296450896540",
                  "27AAPFU0939F1AA", "27AAPFU0939F1ZO", "38AAPFU0939F1ZV", "27AAPEU0939F1ZV",
                  "27AAPFU0939F0ZV", "27AAPFU0000F1ZV"],
+    "nl_btw": ["NL004495445B01", "004495445B01", "nl004495445b01", "NL478878384B72",
+               "NL 478878384B72", "NL004495446B01", "NL478878384B73", "NL004495445B00",
+               "NL000000000B01", "NL004495445C01", "NL04495445B01", "DE004495445B01",
+               "NL004495445B1", "NL0044954450B01"],
 }
 
 # Hand-picked inputs of the weighted forms and the expressions, by oracle.
@@ -545,7 +570,7 @@ DIFFERENCE_REASONS = {
     "stdnum.pl.pesel": "SPEC's weighted form checks the digits only; stdnum.pl.pesel also rejects an impossible birth date",
     "es_nif": "es_nif is the natural persons' NIF (DNI, NIE, K/L/M); stdnum.es.nif also takes a legal entity's CIF",
     "it_codice_fiscale": "it_codice_fiscale is the 16-character personal code's structure and check letter; "
-                         "stdnum also tests the birth date and takes the 11-digit company number",
+                         "stdnum also tests the birth date and takes the 11-digit company number",    "nl_btw": "nl_btw takes exactly nine digits before the B; stdnum.nl.btw pads fewer with zeros",
 }
 
 

@@ -97,6 +97,12 @@ pub enum Checksum {
     /// the last (−Σ wᵢ·dᵢ mod 11) mod 10 with weights 6, 5, 4, 3, 2, 7, 6,
     /// 5, 4, 3, 2.
     JpMyNumber,
+    /// `nl_btw`: a Dutch VAT number: an optional `NL`, 9 digits, `B` and 2
+    /// digits (neither part all zeros); valid when the 9 digits pass the
+    /// BSN 11-test (legal entities, sole traders before 2020) or when ISO
+    /// 7064 MOD 97-10 of `NL`, the digits, `B` and the suffix is 1 (sole
+    /// traders since 2020). Letters in either case.
+    NlBtw,
     /// `in_gstin`: an Indian GSTIN: a state code `01`–`37`, a PAN (5
     /// letters, the fourth a holder type of `ABCFGHLJPTK`, 4 digits not
     /// `0000`, a letter), a registration count (not `0`), `Z`, and the
@@ -121,6 +127,7 @@ pub const NAMES: &[&str] = &[
     "kr_rrn",
     "jp_my_number",
     "in_gstin",
+    "nl_btw",
 ];
 
 /// The list of known forms that every naming error ends with.
@@ -162,6 +169,7 @@ impl FromStr for Checksum {
             "kr_rrn" => Checksum::KrRrn,
             "jp_my_number" => Checksum::JpMyNumber,
             "in_gstin" => Checksum::InGstin,
+            "nl_btw" => Checksum::NlBtw,
             "weighted" => {
                 return Err(
                     "`checksum`: the weighted validator is a mapping {weights: [...], modulus: m, remainder: r}, not a name"
@@ -361,6 +369,7 @@ impl Checksum {
             Checksum::KrRrn => "kr_rrn",
             Checksum::JpMyNumber => "jp_my_number",
             Checksum::InGstin => "in_gstin",
+            Checksum::NlBtw => "nl_btw",
             Checksum::Weighted { .. } => return None,
         })
     }
@@ -395,6 +404,7 @@ impl Checksum {
             Checksum::KrRrn => kr_rrn(c),
             Checksum::JpMyNumber => jp_my_number(c),
             Checksum::InGstin => in_gstin(c),
+            Checksum::NlBtw => nl_btw(c),
         }
     }
 }
@@ -682,6 +692,32 @@ fn sg_nric(c: &[u8]) -> bool {
         .zip(WEIGHTS)
         .fold(offset, |s, (&d, w)| s + w * u32::from(d - b'0'));
     table.get(sum as usize % 11) == Some(&letter.to_ascii_uppercase())
+}
+
+fn nl_btw(c: &[u8]) -> bool {
+    let body = match c {
+        [n, l, rest @ ..] if n.eq_ignore_ascii_case(&b'N') && l.eq_ignore_ascii_case(&b'L') => rest,
+        _ => c,
+    };
+    let [digits @ .., b, s1, s2] = body else {
+        return false;
+    };
+    let suffix = [*s1, *s2];
+    if digits.len() != 9
+        || !all_digits(digits)
+        || !all_digits(&suffix)
+        || !b.eq_ignore_ascii_case(&b'B')
+        || digits.iter().all(|&d| d == b'0')
+        || suffix == *b"00"
+    {
+        return false;
+    }
+    // The BSN 11-test: weights 9 down to 2, then −1.
+    let sum = digits
+        .iter()
+        .zip([9i32, 8, 7, 6, 5, 4, 3, 2, -1])
+        .fold(0i32, |s, (&d, w)| s + w * i32::from(d - b'0'));
+    sum.rem_euclid(11) == 0 || mod97_remainder(b"NL".iter().chain(body).copied()) == Some(1)
 }
 
 fn fr_nir(c: &[u8]) -> bool {

@@ -199,6 +199,26 @@ fn examples() -> Vec<(Checksum, Vec<&'static str>, Vec<&'static str>)> {
                 "27AAPFU0939F0ZV",
             ],
         ),
+        (
+            Checksum::NlBtw,
+            // A BSN-based number, the same without `NL`, and a sole
+            // trader's 2020 number (MOD 97-10) with a space.
+            vec![
+                "NL004495445B01",
+                "004495445B01",
+                "nl004495445b01",
+                "NL 478878384B72",
+            ],
+            vec![
+                "NL004495446B01",
+                "NL478878384B73",
+                "NL004495445B00",
+                "NL000000000B01",
+                "NL004495445C01",
+                "NL04495445B01",
+                "DE004495445B01",
+            ],
+        ),
     ]
 }
 
