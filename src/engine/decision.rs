@@ -42,7 +42,7 @@ pub enum Source {
 pub struct Trigger<'e> {
     /// Custom rule id or hard rule id.
     pub rule_id: &'e str,
-    /// `rule` or `builtin`.
+    /// `rule`, `builtin` or `hard_rule`.
     pub source: Source,
     /// The rule's severity.
     pub severity: Severity,
@@ -56,6 +56,34 @@ pub struct Trigger<'e> {
     pub match_count: usize,
     /// `[start, end)` in code points, sorted by start then end.
     pub spans: Vec<[usize; 2]>,
+}
+
+impl<'e> Trigger<'e> {
+    /// The trigger of hard rule `hr`: the codes of the matched codons its
+    /// positive tests read, and their values' spans in code points (sorted).
+    pub(crate) fn of_hard_rule(
+        hr: &'e crate::program::HardRule,
+        codons: Vec<&'e str>,
+        spans: Vec<[usize; 2]>,
+    ) -> Self {
+        Self {
+            rule_id: &hr.id,
+            source: if hr.builtin {
+                Source::Builtin
+            } else {
+                Source::HardRule
+            },
+            severity: if hr.fatal {
+                Severity::Fatal
+            } else {
+                Severity::Warning
+            },
+            action: &hr.action,
+            codons: Some(codons),
+            match_count: spans.len(),
+            spans,
+        }
+    }
 }
 
 /// The outcome of evaluating one payload ([§6.4](docs/evaluation.md#s6-4)).

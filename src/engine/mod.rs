@@ -626,23 +626,7 @@ impl Evaluator {
                 }
             }
             spans.sort_unstable();
-            triggers.push(Trigger {
-                rule_id: &hr.id,
-                source: if hr.builtin {
-                    Source::Builtin
-                } else {
-                    Source::HardRule
-                },
-                severity: if hr.fatal {
-                    Severity::Fatal
-                } else {
-                    Severity::Warning
-                },
-                action: &hr.action,
-                codons: Some(codes),
-                match_count: spans.len(),
-                spans: original(&spans),
-            });
+            triggers.push(Trigger::of_hard_rule(hr, codes, original(&spans)));
         }
         (triggers, redactions)
     }

@@ -5,7 +5,7 @@
 use super::threads::char_count;
 use crate::engine::decision::{Source, Trigger};
 use crate::engine::normalize::ViewMap;
-use crate::engine::{Evaluator, Severity};
+use crate::engine::Evaluator;
 
 /// One committed match for the decision: its span in the text the rules
 /// ran on (bytes; the view with normalization), which orders a hard rule's
@@ -165,23 +165,7 @@ impl SpanLog {
             }
             // The whole-text evaluation sorts the view's spans, then maps them.
             spans.sort_unstable();
-            triggers.push(Trigger {
-                rule_id: &hr.id,
-                source: if hr.builtin {
-                    Source::Builtin
-                } else {
-                    Source::HardRule
-                },
-                severity: if hr.fatal {
-                    Severity::Fatal
-                } else {
-                    Severity::Warning
-                },
-                action: &hr.action,
-                codons: Some(codes),
-                match_count: spans.len(),
-                spans: cps(&spans),
-            });
+            triggers.push(Trigger::of_hard_rule(hr, codes, cps(&spans)));
         }
         triggers
     }

@@ -144,29 +144,12 @@ impl Judged {
                     }
                     Slot::Hard(i) => {
                         let h = program.hard_rules.get(i)?;
-                        Trigger {
-                            rule_id: &h.id,
-                            source: if h.builtin {
-                                Source::Builtin
-                            } else {
-                                Source::HardRule
-                            },
-                            severity: if h.fatal {
-                                Severity::Fatal
-                            } else {
-                                Severity::Warning
-                            },
-                            action: &h.action,
-                            codons: Some(
-                                codons
-                                    .iter()
-                                    .filter_map(|&c| program.codons.get(c))
-                                    .map(|c| c.code.as_str())
-                                    .collect(),
-                            ),
-                            match_count: spans.len(),
-                            spans: spans.clone(),
-                        }
+                        let codes = codons
+                            .iter()
+                            .filter_map(|&c| program.codons.get(c))
+                            .map(|c| c.code.as_str())
+                            .collect();
+                        Trigger::of_hard_rule(h, codes, spans.clone())
                     }
                 })
             })
