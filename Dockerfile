@@ -8,11 +8,13 @@
 # in it resolve against /etc/helixor) and the files it names.
 #
 # The image holds only the binary. The configuration, the license, the packs
-# and the issuer public keys are mounted at run time (see deploy/):
+# and the public keys are mounted at run time (see deploy/):
 #   /etc/helixor/helixor.yaml               configuration (CMD below)
 #   /etc/helixor/deployment/license.hxlic   license } one projected volume,
 #   /etc/helixor/deployment/packs/*.hxpack  packs   } swapped together
+#   /etc/helixor/deployment/packs/*.sig     their signatures }
 #   /etc/helixor/issuer-keys/<key_id>.pub   issuer public keys
+#   /etc/helixor/pack-signers/<key_id>.pub  pack signers' public keys
 # Nothing is written inside the container, so it runs with a read-only root
 # file system.
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Coverage-guided fuzzing with AFL++ on stable Rust (issue 12): the targets of
-# fuzz/ (container, license, playbook, json_body, stream, body_walker) call the harnesses
+# fuzz/ (container, license, playbook, json_body, stream, body_walker, signature) call the harnesses
 # of src/fuzzing.rs. For each target chosen: builds the instrumented binaries,
 # runs afl-fuzz under `nice -n 19` for SECONDS from fuzz/seeds/<target>/ plus
 # the committed corpus, minimises the queue with afl-cmin into
@@ -17,7 +17,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
-targets=(container license playbook json_body stream body_walker)
+targets=(container license playbook json_body stream body_walker signature)
 what=${1:-all}
 secs=${2:-60}
 out=${FUZZ_OUT:-$root/target/fuzz-out}

@@ -24,6 +24,44 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 
 /// Writes `bytes` to `path` atomically with `access`.
 pub fn write_atomic_as(path: &Path, bytes: &[u8], access: Access) -> std::io::Result<()> {
+    let tmp = stage(path, bytes, access)?;
+    std::fs::rename(&tmp, path).inspect_err(|_| {
+        let _ = std::fs::remove_file(&tmp);
+    })
+}
+
+/// Writes files that belong together (a pack and its signature): every
+/// temporary file is written and synced before any is renamed into place,
+/// in the order given, so a failure while writing leaves every target as
+/// it was.
+pub fn write_atomic_all(files: &[(&Path, &[u8])]) -> std::io::Result<()> {
+    let mut staged: Vec<PathBuf> = Vec::with_capacity(files.len());
+    let cleanup = |staged: &[PathBuf]| {
+        for t in staged {
+            let _ = std::fs::remove_file(t);
+        }
+    };
+    for (path, bytes) in files {
+        match stage(path, bytes, Access::Shared) {
+            Ok(t) => staged.push(t),
+            Err(e) => {
+                cleanup(&staged);
+                return Err(e);
+            }
+        }
+    }
+    for (k, (tmp, (path, _))) in staged.iter().zip(files).enumerate() {
+        if let Err(e) = std::fs::rename(tmp, path) {
+            cleanup(&staged[k..]);
+            return Err(e);
+        }
+    }
+    Ok(())
+}
+
+/// Writes `bytes` to a new temporary file beside `path`, synced; returns
+/// its path (removed again on failure).
+fn stage(path: &Path, bytes: &[u8], access: Access) -> std::io::Result<PathBuf> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => PathBuf::from("."),
@@ -46,14 +84,15 @@ pub fn write_atomic_as(path: &Path, bytes: &[u8], access: Access) -> std::io::Re
     let result = (|| {
         let mut f = opts.open(&tmp)?;
         f.write_all(bytes)?;
-        f.sync_all()?;
-        drop(f);
-        std::fs::rename(&tmp, path)
+        f.sync_all()
     })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
+    match result {
+        Ok(()) => Ok(tmp),
+        Err(e) => {
+            let _ = std::fs::remove_file(&tmp);
+            Err(e)
+        }
     }
-    result
 }
 
 #[cfg(test)]
@@ -76,5 +115,24 @@ mod tests {
         let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
         assert_eq!(names.len(), 1);
         assert!(write_atomic(&dir.path().join("no/such/dir/f"), b"x").is_err());
+    }
+
+    #[test]
+    fn files_written_together_are_both_written_or_neither() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (dir.path().join("p.hxpack"), dir.path().join("p.hxpack.sig"));
+        write_atomic_all(&[(&a, b"pack"), (&b, b"sig")]).unwrap();
+        assert_eq!(std::fs::read(&a).unwrap(), b"pack");
+        assert_eq!(std::fs::read(&b).unwrap(), b"sig");
+        // The second cannot be staged: the first is not replaced either.
+        let missing = dir.path().join("no/such/dir/x.sig");
+        assert!(write_atomic_all(&[(&a, b"new"), (&missing, b"x")]).is_err());
+        assert_eq!(std::fs::read(&a).unwrap(), b"pack");
+        let mut names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["p.hxpack", "p.hxpack.sig"]);
     }
 }

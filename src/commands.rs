@@ -12,11 +12,14 @@ use crate::license::{
     self, format_time, IssuerKeys, License, LicenseArgs, VerifiedLicense, Window,
 };
 use crate::manifest;
-use crate::pack::{load_pack_file, LoadedPack};
+use crate::pack::LoadedPack;
 use crate::playbook;
 use crate::policy_test::{self, Loader, TestFile};
 use crate::request::{self, EvaluateRequest};
 use crate::rules::declarations;
+use crate::signature::{
+    read_signing_key, signature_path, PackSignature, PackSigners, SignatureFile,
+};
 use crate::{Error, PackError};
 use serde_json::{json, Value};
 use std::io::{BufRead, Read, Write};
@@ -56,27 +59,48 @@ fn json_pretty(v: &impl serde::Serialize) -> String {
     s
 }
 
-/// `compile`: [§4.2](docs/formats.md#s4-2) then [§3](docs/formats.md#s3).
+/// `compile`: [§4.2](docs/formats.md#s4-2) then [§3](docs/formats.md#s3); with `sign_key`, the pack's
+/// signature beside it ([§17](docs/guides/signing.md#s17)).
 pub fn compile(
     playbook: &Path,
     lic: &LicenseArgs,
     out_path: &Path,
+    sign_key: Option<&Path>,
     as_json: bool,
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> Result<(), Error> {
     let license = lic.load(OffsetDateTime::now_utc())?;
+    // A key that cannot be read fails before anything is written.
+    let key = sign_key.map(read_signing_key).transpose()?;
     let result = compiler::compile_file(playbook, &license, out_path)?;
     for w in &result.warnings {
         let _ = writeln!(err, "warning: {w}");
     }
+    let signed = match &key {
+        Some((key_id, key)) => Some(sign_file(out_path, key_id, key, None, None)?),
+        None => None,
+    };
     if as_json {
-        write_out(out, &format!("{}\n", json_line(&result)))
+        let mut v = serde_json::to_value(&result).unwrap_or_default();
+        if let Some((sig, path)) = &signed {
+            v["signature"] = json!({"signed_by": sig.key_id, "sequence": sig.sequence,
+                "signed_at": sig.signed_at, "path": path.display().to_string()});
+        }
+        write_out(out, &format!("{}\n", json_line(&v)))
     } else {
+        let signed_line = signed.as_ref().map_or(String::new(), |(sig, path)| {
+            format!(
+                "  signed: {} by {} (sequence {})\n",
+                path.display(),
+                sig.key_id,
+                sig.sequence
+            )
+        });
         write_out(
             out,
             &format!(
-                "compiled {} (version {})\n  sha256: {}\n  wrote:  {} ({} bytes)\n",
+                "compiled {} (version {})\n  sha256: {}\n  wrote:  {} ({} bytes)\n{signed_line}",
                 result.pack_id,
                 if result.version.is_empty() {
                     "none"
@@ -89,6 +113,64 @@ pub fn compile(
             ),
         )
     }
+}
+
+/// Signs the pack file at `pack` as `key_id` and writes the signature to
+/// `out_file` (default `<pack>.sig`), atomically; `sequence` defaults to
+/// the current Unix time. Returns the signature and where it was written.
+fn sign_file(
+    pack: &Path,
+    key_id: &str,
+    key: &ed25519_dalek::SigningKey,
+    sequence: Option<u64>,
+    out_file: Option<&Path>,
+) -> Result<(PackSignature, PathBuf), Error> {
+    let bytes = read_pack_file(pack)?;
+    let now = OffsetDateTime::now_utc();
+    let sequence =
+        sequence.unwrap_or_else(|| u64::try_from(now.unix_timestamp()).unwrap_or_default());
+    let sig = PackSignature::sign(
+        &bytes,
+        &pack.display().to_string(),
+        key_id,
+        key,
+        sequence,
+        now,
+    )?;
+    let path = out_file.map_or_else(|| signature_path(pack), Path::to_path_buf);
+    crate::atomic::write_atomic(&path, sig.to_file_text().as_bytes())
+        .map_err(|e| Error::io(format_args!("cannot write signature {}", path.display()), e))?;
+    Ok((sig, path))
+}
+
+/// `sign`: writes the detached signature of a sealed pack ([§17](docs/guides/signing.md#s17)).
+pub fn sign(
+    pack: &Path,
+    key_file: &Path,
+    sequence: Option<u64>,
+    out_file: Option<&Path>,
+    as_json: bool,
+    out: &mut dyn Write,
+) -> Result<(), Error> {
+    let (key_id, key) = read_signing_key(key_file)?;
+    let (sig, path) = sign_file(pack, &key_id, &key, sequence, out_file)?;
+    if as_json {
+        let v = json!({"pack_id": sig.pack_id, "pack_sha256": sig.pack_sha256,
+            "signed_by": sig.key_id, "sequence": sig.sequence, "signed_at": sig.signed_at,
+            "path": path.display().to_string()});
+        return write_out(out, &format!("{}\n", json_line(&v)));
+    }
+    write_out(
+        out,
+        &format!(
+            "signed {} by {} (sequence {})\n  pack_sha256: {}\n  wrote:       {}\n",
+            sig.pack_id,
+            sig.key_id,
+            sig.sequence,
+            sig.pack_sha256,
+            path.display()
+        ),
+    )
 }
 
 /// Where `run` takes its payload from. Its `Debug` never shows `--text`'s
@@ -136,10 +218,15 @@ pub struct RunArgs {
 }
 
 /// Loads packs in order; two files with one pack id are a `PackFormatError`.
-pub fn load_packs(paths: &[PathBuf], license: &VerifiedLicense) -> Result<Vec<LoadedPack>, Error> {
+/// With `signers`, every pack's signature must verify ([§17](docs/guides/signing.md#s17)).
+pub fn load_packs(
+    paths: &[PathBuf],
+    license: &VerifiedLicense,
+    signers: Option<&PackSigners>,
+) -> Result<Vec<LoadedPack>, Error> {
     let mut packs: Vec<LoadedPack> = Vec::with_capacity(paths.len());
     for p in paths {
-        let pack = load_pack_file(p, license)?;
+        let pack = crate::pack::load_pack_file_as::<Error>(p, license, signers)?;
         if let Some(other) = packs.iter().find(|q| q.pack_id == pack.pack_id) {
             return Err(PackError::Format(format!(
                 "{} and {} both hold pack `{}`; pack ids must be unique",
@@ -223,7 +310,8 @@ pub fn run(
         }
     }
     let license = args.license.load(OffsetDateTime::now_utc())?;
-    let packs = load_packs(&args.packs, &license)?;
+    let signers = PackSigners::resolve(args.license.pack_signers.as_deref())?;
+    let packs = load_packs(&args.packs, &license, signers.as_ref())?;
     if let Some(id) = &args.pack_id {
         // A `--pack-id` naming no loaded pack fails up front, `--jsonl` too.
         choose_pack(&packs, Some(id))?;
@@ -463,9 +551,12 @@ fn run_jsonl(
 }
 
 /// `inspect`: header fields without a key; with a license, the loaded summary.
+/// With `pack_signers` (else `$HELIXOR_PACK_SIGNERS`), the signature is
+/// verified, with or without a license.
 pub fn inspect(
     pack_path: &Path,
     lic: Option<&LicenseArgs>,
+    pack_signers: Option<&Path>,
     as_json: bool,
     out: &mut dyn Write,
 ) -> Result<(), Error> {
@@ -474,18 +565,27 @@ pub fn inspect(
         Some(lic) => Some(lic.load(OffsetDateTime::now_utc())?),
         None => None,
     };
+    let signers = PackSigners::resolve(pack_signers)?;
     let bytes = read_pack_file(pack_path)?;
+    let sig = SignatureFile::read_for(pack_path);
     let name = pack_path.display().to_string();
     let sealed = SealedPack::parse(&bytes, &name)?;
+    // With signers the signature is checked (a failure is the error, as in
+    // a load); without, it is shown as it claims to be, unverified.
+    let signature = match &signers {
+        Some(s) => Some(s.verify(&bytes, sealed.pack_id, &sig, &name)?.info(true)),
+        None => sig.unverified_info(),
+    };
     let mut report = json!({
         "pack_id": sealed.pack_id,
         "format_version": sealed.format_version,
         "bytes": bytes.len(),
         "sha256": hex::encode(sealed.sha256),
+        "signature": crate::signature::info_json(signature.as_ref()),
         "loaded": false,
     });
     if let Some(license) = &license {
-        let pack = crate::pack::load_pack(&bytes, &name, license)?;
+        let pack = crate::pack::load_signed_pack(&bytes, &sig, &name, license, signers.as_ref())?;
         let entry = manifest::pack_entry(
             &pack.doc,
             &pack.rule_actions(),
@@ -518,11 +618,21 @@ pub fn inspect(
         return write_out(out, &format!("{}\n", json_line(&report)));
     }
     let mut text = format!(
-        "pack_id:        {}\nformat_version: {}\nbytes:          {}\nsha256:         {}\n",
+        "pack_id:        {}\nformat_version: {}\nbytes:          {}\nsha256:         {}\nsignature:      {}\n",
         sealed.pack_id,
         sealed.format_version,
         bytes.len(),
-        hex::encode(sealed.sha256)
+        hex::encode(sealed.sha256),
+        match &signature {
+            Some(s) => format!(
+                "signed by {} (sequence {}, signed at {}){}",
+                s.signed_by,
+                s.sequence,
+                s.signed_at,
+                if s.verified { ", verified" } else { ", not verified: no --pack-signers" }
+            ),
+            None => "none".into(),
+        }
     );
     if report["loaded"] == json!(true) {
         text.push_str(&format!(
@@ -653,6 +763,7 @@ pub fn manifest(
         ));
     }
     let mut license: Option<VerifiedLicense> = None;
+    let mut signers: Option<Option<PackSigners>> = None;
     let mut entries = Vec::with_capacity(sources.len());
     for s in sources {
         match s {
@@ -675,14 +786,25 @@ pub fn manifest(
                 if license.is_none() {
                     license = Some(lic.load(OffsetDateTime::now_utc())?);
                 }
-                if let Some(l) = &license {
-                    let pack = load_pack_file(p, l)?;
-                    entries.push(manifest::pack_entry(
+                if signers.is_none() {
+                    signers = Some(PackSigners::resolve(lic.pack_signers.as_deref())?);
+                }
+                if let (Some(l), Some(s)) = (&license, &signers) {
+                    let pack = crate::pack::load_pack_file_as::<Error>(p, l, s.as_ref())?;
+                    let mut entry = manifest::pack_entry(
                         &pack.doc,
                         &pack.rule_actions(),
                         &pack.solvers,
                         &pack.program,
-                    ));
+                    );
+                    // Tied to the sealed pack ([§17](docs/guides/signing.md#s17)): sealed, and
+                    // when by its verified signature.
+                    entry["is_sealed"] = json!(true);
+                    entry["sealed_at"] = match &pack.signature {
+                        Some(sig) if sig.verified => json!(sig.signed_at),
+                        _ => Value::Null,
+                    };
+                    entries.push(entry);
                 }
             }
         }
@@ -768,10 +890,24 @@ pub fn download_pack(
     if as_json {
         return write_out(out, &format!("{}\n", json_line(&d)));
     }
+    let signed = match &d.signature {
+        Some(s) => format!(
+            "  signed: {} by {} (sequence {}, {})\n",
+            s["path"].as_str().unwrap_or_default(),
+            s["signed_by"].as_str().unwrap_or_default(),
+            s["sequence"],
+            if s["verified"] == json!(true) {
+                "verified"
+            } else {
+                "not verified: no --pack-signers"
+            }
+        ),
+        None => String::new(),
+    };
     write_out(
         out,
         &format!(
-            "downloaded {} (version {}) sealed for {}\n  from:   {}\n  sha256: {}\n  wrote:  {} ({} bytes)\n",
+            "downloaded {} (version {}) sealed for {}\n  from:   {}\n  sha256: {}\n  wrote:  {} ({} bytes)\n{signed}",
             d.pack_id,
             if d.version.is_empty() { "none" } else { &d.version },
             d.license_id,

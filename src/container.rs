@@ -45,6 +45,61 @@ pub enum PackError {
     /// exact message of [§4.3](docs/errors.md#s4-3)).
     #[error("{0}: {UNSEAL_MESSAGE}")]
     UnsealIn(String),
+    /// A pack signature check failed ([§17](docs/guides/signing.md#s17)): which, and the message.
+    #[error("{1}")]
+    Signature(SignatureFailure, String),
+}
+
+/// Which check of a signature failed: the `reason` label of
+/// `helixor_pack_signature_failures_total` and the start of the message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum SignatureFailure {
+    /// Signers are configured and the pack has no `.sig`.
+    Missing,
+    /// The `.sig` cannot be read, is too large, or is not a signature.
+    Unparseable,
+    /// The signature names a key that is not a trusted pack signer.
+    Untrusted,
+    /// The Ed25519 signature does not verify.
+    BadSignature,
+    /// The signature is for another pack id.
+    PackIdMismatch,
+    /// The signature is for other bytes (`pack_sha256`).
+    DigestMismatch,
+    /// A lower `sequence` than the one already loaded for the pack id.
+    Rollback,
+}
+
+impl SignatureFailure {
+    /// Every reason, in check order.
+    pub const ALL: [Self; 7] = [
+        Self::Missing,
+        Self::Unparseable,
+        Self::Untrusted,
+        Self::BadSignature,
+        Self::PackIdMismatch,
+        Self::DigestMismatch,
+        Self::Rollback,
+    ];
+
+    /// The metric label and message prefix.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Missing => "missing",
+            Self::Unparseable => "unparseable",
+            Self::Untrusted => "untrusted_key",
+            Self::BadSignature => "bad_signature",
+            Self::PackIdMismatch => "pack_id_mismatch",
+            Self::DigestMismatch => "digest_mismatch",
+            Self::Rollback => "rollback",
+        }
+    }
+}
+
+impl std::fmt::Display for SignatureFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 crate::error::io_constructor!(PackError);
@@ -58,6 +113,7 @@ impl Named for PackError {
             Self::NotFound(_) => ErrorName::PackNotFoundError,
             Self::Io(..) => ErrorName::IoError,
             Self::UnsealIn(_) => ErrorName::PackUnsealError,
+            Self::Signature(..) => ErrorName::PackSignatureError,
         }
     }
 }

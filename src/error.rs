@@ -33,6 +33,9 @@ pub enum ErrorName {
     PackIntegrityError,
     /// A pack that is not loaded, or no pack at all.
     PackNotFoundError,
+    /// A pack signature that is missing, unparseable, untrusted, invalid,
+    /// for another pack, or a rollback ([§17](docs/guides/signing.md#s17)).
+    PackSignatureError,
     /// An invalid `serve` configuration.
     ConfigError,
     /// Wrong command-line arguments.
@@ -57,7 +60,7 @@ pub enum ErrorName {
 
 impl ErrorName {
     /// Every name, in [§4.3](docs/errors.md#s4-3) order.
-    pub const ALL: [ErrorName; 23] = [
+    pub const ALL: [ErrorName; 24] = [
         Self::CompilerError,
         Self::PlaybookParseError,
         Self::UnsupportedPackDeclarationError,
@@ -71,6 +74,7 @@ impl ErrorName {
         Self::PackUnsealError,
         Self::PackIntegrityError,
         Self::PackNotFoundError,
+        Self::PackSignatureError,
         Self::ConfigError,
         Self::UsageError,
         Self::InvalidRequestError,
@@ -104,6 +108,7 @@ impl ErrorName {
             Self::PackUnsealError => "PackUnsealError",
             Self::PackIntegrityError => "PackIntegrityError",
             Self::PackNotFoundError => "PackNotFoundError",
+            Self::PackSignatureError => "PackSignatureError",
             Self::ConfigError => "ConfigError",
             Self::UsageError => "UsageError",
             Self::InvalidRequestError => "InvalidRequestError",
@@ -133,7 +138,8 @@ impl ErrorName {
             Self::PackFormatError
             | Self::PackUnsealError
             | Self::PackIntegrityError
-            | Self::PackNotFoundError => 5,
+            | Self::PackNotFoundError
+            | Self::PackSignatureError => 5,
             // Every other name has its arm too: a new name must be given a
             // code here, it cannot become 1 unseen.
             Self::InvalidRequestError

@@ -19,6 +19,7 @@ use crate::license::{
 };
 use crate::pack::load_pack;
 use crate::playbook::PlaybookError;
+use crate::signature::{PackSignature, PackSigners, SignatureFile};
 use crate::{Error, Evaluator};
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine as _;
@@ -607,15 +608,87 @@ pub fn stream(data: &[u8]) {
     }
 }
 
+/// The key id of the harnesses' fixed pack signer.
+const SIGNER_KEY_ID: &str = "fuzz-signer";
+/// The pack id of [`signature_pack`].
+const SIGNED_PACK_ID: &str = "custom.fuzz_signed.v1";
+
+/// The harnesses' fixed pack signing key (never a real one).
+fn signer_key() -> SigningKey {
+    SigningKey::from_bytes(&[0x3c; 32])
+}
+
+/// The pack the signature harness verifies against: sealed once.
+fn signature_pack() -> &'static [u8] {
+    static PACK: OnceLock<Vec<u8>> = OnceLock::new();
+    PACK.get_or_init(|| {
+        let plain = format!(r#"{{"pack_id":"{SIGNED_PACK_ID}"}}"#);
+        seal_for_fixture(SIGNED_PACK_ID, plain.as_bytes())
+            .unwrap_or_else(|e| broken(format!("the signed fixture pack cannot be sealed: {e}")))
+    })
+}
+
+/// The fixture signer's signature of [`signature_pack`] at sequence 1:
+/// the seed of the `signature` target.
+pub fn fixture_signature() -> String {
+    PackSignature::sign(
+        signature_pack(),
+        "fuzz",
+        SIGNER_KEY_ID,
+        &signer_key(),
+        1,
+        now(),
+    )
+    .map(|s| s.to_file_text())
+    .unwrap_or_default()
+}
+
+/// The pack signature parser and verifier ([§17](docs/guides/signing.md#s17)): `data` as a
+/// `.sig` beside the fixed pack, checked with the fixed signer trusted. A
+/// signature that verifies must parse, name the signer, and sign that pack
+/// id and those bytes; one that parses must write back to itself.
+pub fn signature(data: &[u8]) {
+    let signers = PackSigners::from_keys(
+        [(SIGNER_KEY_ID.to_string(), signer_key().verifying_key())],
+        "fuzz signers",
+    );
+    let pack = signature_pack();
+    let file = SignatureFile::Bytes(data.to_vec());
+    let parsed = PackSignature::parse(data, "fuzz.sig");
+    match (
+        &parsed,
+        signers.verify(pack, SIGNED_PACK_ID, &file, "fuzz.hxpack"),
+    ) {
+        (Err(_), Ok(_)) => broken("a signature that does not parse verified".into()),
+        (Ok(_), Ok(v)) => {
+            if v.key_id != SIGNER_KEY_ID
+                || v.pack_id != SIGNED_PACK_ID
+                || v.pack_sha256 != sha256_hex(pack)
+            {
+                broken("a signature verified for another key, pack or bytes".into());
+            }
+        }
+        (_, Err(PackError::Signature(..))) => {}
+        (_, Err(e)) => broken(format!("a signature check failed with another error: {e}")),
+    }
+    if let Ok(s) = parsed {
+        match PackSignature::parse(s.to_file_text().as_bytes(), "again.sig") {
+            Ok(again) if again == s => {}
+            _ => broken("a parsed signature does not write back to itself".into()),
+        }
+    }
+}
+
 /// A harness: arbitrary bytes in, a panic only on a broken invariant.
 pub type Harness = fn(&[u8]);
 
 /// Every harness by target name, as `fuzz/` and the replay test name them.
-pub const TARGETS: [(&str, Harness); 6] = [
+pub const TARGETS: [(&str, Harness); 7] = [
     ("container", container),
     ("license", license),
     ("playbook", playbook),
     ("json_body", json_body),
     ("stream", stream),
     ("body_walker", body_walker),
+    ("signature", signature),
 ];

@@ -86,6 +86,7 @@ mod program;
 mod redacted;
 mod request;
 mod rules;
+mod signature;
 // Public: the serve-mode tests build configurations, generations and
 // routers by hand and check the route table against the OpenAPI documents
 // and the deployment (`server::config`, `server::generation::Snapshot`,
@@ -125,7 +126,11 @@ pub use engine::{
 };
 
 // Pack loading ([§5](docs/formats.md#s5)).
-pub use pack::{load_pack, load_pack_file, LoadedPack, RuleSummary};
+pub use pack::{load_pack, load_pack_file, load_signed_pack, LoadedPack, RuleSummary};
+pub use signature::{
+    read_signing_key, signature_path, PackSignature, PackSigners, Sequences, SignatureFailure,
+    SignatureFile, SignatureInfo, MAX_SIGNATURE_BYTES, PACK_SIGNERS_ENV, SIGNATURE_FORMAT,
+};
 
 // Policy tests ([§13](docs/policy-tests.md#s13)), driven by `commands::test`.
 pub use policy_test::{PolicyTestError, SubjectError};

@@ -38,7 +38,23 @@ impl From<&LicenseFlags> for LicenseArgs {
         LicenseArgs {
             license: f.license.clone(),
             issuer_keys: f.issuer_keys.clone(),
+            pack_signers: None,
         }
+    }
+}
+
+#[derive(Debug, clap::Args, Clone, Default)]
+struct SignerFlags {
+    /// Trusted pack signers: a JSON file or a directory of <key_id>.pub files (else $HELIXOR_PACK_SIGNERS). With signers, every pack needs a valid PACK.sig; without, signatures are not checked.
+    #[arg(long, value_name = "PATH")]
+    pack_signers: Option<PathBuf>,
+}
+
+/// The license flags and the pack signers of a command that loads packs.
+fn loading(license: &LicenseFlags, signers: &SignerFlags) -> LicenseArgs {
+    LicenseArgs {
+        pack_signers: signers.pack_signers.clone(),
+        ..license.into()
     }
 }
 
@@ -54,6 +70,26 @@ enum Command {
         /// Where to write the pack.
         #[arg(long, value_name = "FILE")]
         out: PathBuf,
+        /// Also sign the pack with this signing key (`license keygen`'s .key): writes FILE.sig.
+        #[arg(long, value_name = "KEYFILE")]
+        sign_key: Option<PathBuf>,
+        /// Print one JSON object instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Sign a sealed pack: write its detached Ed25519 signature (default PACK.sig).
+    Sign {
+        /// The .hxpack file.
+        pack: PathBuf,
+        /// The signing key (`license keygen`'s .key file).
+        #[arg(long, value_name = "KEYFILE")]
+        key: PathBuf,
+        /// The signature's sequence: higher for each deployment of the pack (default: now, in Unix seconds).
+        #[arg(long, value_name = "N")]
+        sequence: Option<u64>,
+        /// Where to write the signature [default: PACK.sig].
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
         /// Print one JSON object instead of text.
         #[arg(long)]
         json: bool,
@@ -66,6 +102,8 @@ enum Command {
         packs: Vec<PathBuf>,
         #[command(flatten)]
         license: LicenseFlags,
+        #[command(flatten)]
+        signers: SignerFlags,
         /// Which loaded pack evaluates (needed when several are loaded).
         #[arg(long, value_name = "ID")]
         pack_id: Option<String>,
@@ -113,6 +151,8 @@ enum Command {
         pack: PathBuf,
         #[command(flatten)]
         license: LicenseFlags,
+        #[command(flatten)]
+        signers: SignerFlags,
         /// Print one JSON object instead of text.
         #[arg(long)]
         json: bool,
@@ -135,6 +175,8 @@ enum Command {
         pack: Vec<PathBuf>,
         #[command(flatten)]
         license: LicenseFlags,
+        #[command(flatten)]
+        signers: SignerFlags,
         /// Write to this file instead of stdout.
         #[arg(long, value_name = "FILE")]
         out: Option<PathBuf>,
@@ -168,6 +210,8 @@ enum Command {
         config: Option<PathBuf>,
         #[command(flatten)]
         license: LicenseFlags,
+        #[command(flatten)]
+        signers: SignerFlags,
         /// Directory of *.hxpack files (config key packs_dir).
         #[arg(long = "packs", value_name = "DIR")]
         packs_dir: Option<PathBuf>,
@@ -185,6 +229,8 @@ enum Command {
         catalog: Option<String>,
         #[command(flatten)]
         license: LicenseFlags,
+        #[command(flatten)]
+        signers: SignerFlags,
         /// Where to write the pack (written atomically, only once it loads).
         #[arg(long, value_name = "FILE")]
         out: PathBuf,
@@ -232,6 +278,9 @@ enum CatalogCommand {
         /// A tracing filter: info, debug, warn, ...
         #[arg(long, value_name = "LEVEL", default_value = "info")]
         log_level: String,
+        /// Sign every pack served with this signing key (`license keygen`'s .key); the signature goes in the x-helixor-pack-signature header.
+        #[arg(long, value_name = "KEYFILE")]
+        sign_key: Option<PathBuf>,
     },
 }
 
@@ -288,21 +337,34 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, Error> {
             playbook,
             license,
             out: out_path,
+            sign_key,
             json,
         } => {
             commands::compile(
                 &playbook,
                 &(&license).into(),
                 &out_path,
+                sign_key.as_deref(),
                 json,
                 &mut out,
                 &mut err,
             )?;
             Ok(0)
         }
+        Command::Sign {
+            pack,
+            key,
+            sequence,
+            out: out_file,
+            json,
+        } => {
+            commands::sign(&pack, &key, sequence, out_file.as_deref(), json, &mut out)?;
+            Ok(0)
+        }
         Command::Run {
             packs,
             license,
+            signers,
             pack_id,
             text,
             input,
@@ -320,7 +382,7 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, Error> {
             };
             let args = RunArgs {
                 packs,
-                license: (&license).into(),
+                license: loading(&license, &signers),
                 pack_id,
                 input,
                 jsonl,
@@ -337,10 +399,17 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, Error> {
         Command::Inspect {
             pack,
             license,
+            signers,
             json,
         } => {
             let lic: Option<LicenseArgs> = license.license.is_some().then(|| (&license).into());
-            commands::inspect(&pack, lic.as_ref(), json, &mut out)?;
+            commands::inspect(
+                &pack,
+                lic.as_ref(),
+                signers.pack_signers.as_deref(),
+                json,
+                &mut out,
+            )?;
             Ok(0)
         }
         Command::InspectLicense { license, json } => {
@@ -350,6 +419,7 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, Error> {
             playbook,
             pack,
             license,
+            signers,
             out: out_file,
         } => {
             let sub = matches
@@ -357,7 +427,12 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, Error> {
                 .cloned()
                 .unwrap_or_default();
             let sources = manifest_sources(&sub, &playbook, &pack);
-            commands::manifest(&sources, &(&license).into(), out_file.as_deref(), &mut out)?;
+            commands::manifest(
+                &sources,
+                &loading(&license, &signers),
+                out_file.as_deref(),
+                &mut out,
+            )?;
             Ok(0)
         }
         Command::Test {
@@ -380,6 +455,7 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, Error> {
         Command::Serve {
             config,
             license,
+            signers,
             packs_dir,
             listen,
         } => {
@@ -389,6 +465,7 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, Error> {
                 config,
                 license: license.license,
                 issuer_keys: license.issuer_keys,
+                pack_signers: signers.pack_signers,
                 packs_dir,
                 listen,
             })
@@ -397,6 +474,7 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, Error> {
             pack_id,
             catalog,
             license,
+            signers,
             out: out_path,
             timeout_ms,
             json,
@@ -406,6 +484,7 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, Error> {
                 catalog,
                 license: license.license,
                 issuer_keys: license.issuer_keys,
+                pack_signers: signers.pack_signers,
                 out: out_path,
                 timeout: std::time::Duration::from_millis(timeout_ms),
             };
@@ -420,6 +499,7 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, Error> {
                     listen,
                     log_format,
                     log_level,
+                    sign_key,
                 },
         } => {
             // The server prints its address from its own threads: release stdout.
@@ -430,6 +510,7 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, Error> {
                 Some(listen),
             );
             opts.log.level = log_level;
+            opts.sign_key = sign_key;
             if log_format == "json" {
                 opts.log.format = helixor::server::LogFormat::Json;
             }

@@ -8,6 +8,7 @@ use crate::license::{LicenseError, VerifiedLicense};
 use crate::playbook::{self, PlaybookError};
 use crate::program::Program;
 use crate::rules::{declarations, CustomRule};
+use crate::signature::{PackSigners, SignatureFile, SignatureInfo};
 use crate::Error;
 use serde_json::{Map, Value};
 use std::path::Path;
@@ -53,6 +54,9 @@ pub struct LoadedPack {
     /// The compiled engine, shared so that a stream session can own a
     /// handle to it ([`Evaluator::stream_owned`]).
     pub evaluator: Arc<Evaluator>,
+    /// Who signed it ([§17](docs/guides/signing.md#s17)): verified when signers are
+    /// configured; read but unverified when not; `None` without a `.sig`.
+    pub signature: Option<SignatureInfo>,
 }
 
 impl std::fmt::Debug for LoadedPack {
@@ -69,42 +73,71 @@ impl std::fmt::Debug for LoadedPack {
             .field("codons", &self.program.codons.len())
             .field("hard_rules", &self.program.hard_rules.len())
             .field("evaluator", &self.evaluator)
+            .field("signature", &self.signature)
             .finish_non_exhaustive()
     }
 }
 
-/// Reads and loads the pack at `path` for `license` (already verified).
+/// Reads and loads the pack at `path` for `license` (already verified),
+/// with its `.sig` read for display and no signature required.
 pub fn load_pack_file(path: &Path, license: &VerifiedLicense) -> Result<LoadedPack, Error> {
-    load_pack_file_as(path, license)
+    load_pack_file_as(path, license, None)
 }
 
 /// Loads pack bytes for `license` (already verified and in its window):
-/// [§5](docs/formats.md#s5) steps 2 to 7.
+/// [§5](docs/formats.md#s5) steps 2 to 7, no signature.
 pub fn load_pack(bytes: &[u8], name: &str, license: &VerifiedLicense) -> Result<LoadedPack, Error> {
-    load_pack_as(bytes, name, license)
+    load_pack_as(bytes, &SignatureFile::Absent, name, license, None)
+}
+
+/// Loads pack bytes and their signature file for `license`: with
+/// `signers`, the signature must verify ([§17](docs/guides/signing.md#s17)), between
+/// [§5](docs/formats.md#s5) steps 2 and 3; without, it is only read for display.
+pub fn load_signed_pack(
+    bytes: &[u8],
+    sig: &SignatureFile,
+    name: &str,
+    license: &VerifiedLicense,
+    signers: Option<&PackSigners>,
+) -> Result<LoadedPack, Error> {
+    load_pack_as(bytes, sig, name, license, signers)
 }
 
 /// [`load_pack_file`] into any error that holds the three kinds a load
 /// raises (a policy test's subject error keeps them without the root
-/// [`Error`], which holds policy test errors).
-pub(crate) fn load_pack_file_as<E>(path: &Path, license: &VerifiedLicense) -> Result<LoadedPack, E>
+/// [`Error`], which holds policy test errors), checking the signature with
+/// `signers`.
+pub(crate) fn load_pack_file_as<E>(
+    path: &Path,
+    license: &VerifiedLicense,
+    signers: Option<&PackSigners>,
+) -> Result<LoadedPack, E>
 where
     E: From<PackError> + From<LicenseError> + From<PlaybookError>,
 {
     let bytes = read_pack_file(path)?;
-    load_pack_as(&bytes, &path.display().to_string(), license)
+    let sig = SignatureFile::read_for(path);
+    load_pack_as(&bytes, &sig, &path.display().to_string(), license, signers)
 }
 
-/// [`load_pack`] into any error that holds the three kinds a load raises.
+/// [`load_signed_pack`] into any error that holds the three kinds a load raises.
 pub(crate) fn load_pack_as<E>(
     bytes: &[u8],
+    sig: &SignatureFile,
     name: &str,
     license: &VerifiedLicense,
+    signers: Option<&PackSigners>,
 ) -> Result<LoadedPack, E>
 where
     E: From<PackError> + From<LicenseError> + From<PlaybookError>,
 {
     let sealed = SealedPack::parse(bytes, name)?;
+    // Between steps 2 and 3: whether it runs depends only on the trust
+    // configuration, never on the signature file.
+    let signature = match signers {
+        Some(s) => Some(s.verify(bytes, sealed.pack_id, sig, name)?.info(true)),
+        None => sig.unverified_info(),
+    };
     license.check_pack(sealed.pack_id)?;
     let plain = sealed.open(&license.content_key().pack_key(), &license.license_id, name)?;
     let integrity = |detail: String| PackError::Integrity(format!("{name}: {detail}"));
@@ -151,6 +184,7 @@ where
         doc,
         program: declared.program,
         evaluator: Arc::new(evaluator),
+        signature,
     })
 }
 

@@ -23,9 +23,10 @@ AGENT_PACK = "custom.agent_guard.v1"
 
 def agent_packs(helixor: str, work: Path) -> dict[str, str]:
     """Compile scripts/e2e/agent_guard.yaml with the demo license into
-    WORK/packs, beside copies of config/demo/packs/*.hxpack, and return the
-    variables that make `helixor-pack serve --config config/helixor.yaml`
-    serve that directory with the agent pack as default_pack."""
+    WORK/packs, beside copies of config/demo/packs/*.hxpack, sign them all
+    with a signer of this run, and return the variables that make
+    `helixor-pack serve --config config/helixor.yaml` serve that directory
+    with the agent pack as default_pack, trusting that signer."""
     packs = work / "packs"
     packs.mkdir()
     for pack in sorted((DEMO / "packs").glob("*.hxpack")):
@@ -36,7 +37,19 @@ def agent_packs(helixor: str, work: Path) -> dict[str, str]:
                        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
     if p.returncode != 0:
         raise RuntimeError(f"compiling {AGENT_PLAYBOOK} failed ({p.returncode}):\n{p.stdout}{p.stderr}")
-    return {"HELIXOR_PACKS_DIR": str(packs), "HELIXOR_DEFAULT_PACK": AGENT_PACK}
+    # config/helixor.yaml trusts only the demo's pack signer (SPEC §17), whose
+    # secret half is gone: sign every pack here with a signer of this run and
+    # trust that one instead.
+    signers = work / "pack-signers"
+    signers.mkdir()
+    run = lambda *argv: subprocess.run([str(Path(helixor).resolve()), *argv], capture_output=True,
+                                       text=True, timeout=60, stdin=subprocess.DEVNULL, check=True)
+    run("license", "keygen", "--key-id", "e2e-signer", "--out", str(work / "signer-keys"))
+    shutil.copy(work / "signer-keys" / "e2e-signer.pub", signers / "e2e-signer.pub")
+    for pack in sorted(packs.glob("*.hxpack")):
+        run("sign", str(pack), "--key", str(work / "signer-keys" / "e2e-signer.key"))
+    return {"HELIXOR_PACKS_DIR": str(packs), "HELIXOR_DEFAULT_PACK": AGENT_PACK,
+            "HELIXOR_PACK_SIGNERS": str(signers)}
 
 
 def free_port() -> int:

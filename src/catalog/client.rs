@@ -31,13 +31,17 @@
 //! to the user's terminal or forge lines in a log.
 
 use super::CATALOG_URL_ENV;
-use crate::atomic::write_atomic;
+use super::SIGNATURE_HEADER;
+use crate::atomic::{write_atomic, write_atomic_all};
 use crate::container::MAX_PACK_BYTES;
 use crate::error::{escape_controls, Cause, ErrorName, Named};
 use crate::license::{LicenseArgs, VerifiedLicense};
-use crate::pack::load_pack;
+use crate::pack::load_signed_pack;
+use crate::signature::{signature_path, PackSigners, SignatureFile, MAX_SIGNATURE_BYTES};
 use crate::{Error, PackError};
 use axum::http::Uri;
+use base64::engine::general_purpose::STANDARD as B64;
+use base64::Engine as _;
 use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -59,7 +63,10 @@ pub struct DownloadRequest {
     pub license: Option<PathBuf>,
     /// `--issuer-keys`; `None`: the [§2](docs/formats.md#s2) lookup order.
     pub issuer_keys: Option<PathBuf>,
-    /// Where to write the pack.
+    /// `--pack-signers`; `None`: `$HELIXOR_PACK_SIGNERS`, else the
+    /// signature the catalog sends is written unverified.
+    pub pack_signers: Option<PathBuf>,
+    /// Where to write the pack (and its signature, `<out>.sig`).
     pub out: PathBuf,
     /// Bound on connecting and on the whole exchange, body included.
     pub timeout: Duration,
@@ -76,6 +83,9 @@ pub struct Downloaded {
     pub name: Option<String>,
     /// Hex SHA-256 of the plaintext (the header digest).
     pub sha256: String,
+    /// Who signed it (`signed_by`, `sequence`, `verified`, and the
+    /// signature's `path`); `None` when the catalog sent no signature.
+    pub signature: Option<serde_json::Value>,
     /// Where the pack was written.
     pub path: PathBuf,
     /// Its size.
@@ -183,6 +193,7 @@ fn local_license(
     let args = LicenseArgs {
         license: req.license.clone(),
         issuer_keys: req.issuer_keys.clone(),
+        pack_signers: None,
     };
     Ok(args.load_with_bytes(OffsetDateTime::now_utc())?)
 }
@@ -306,7 +317,21 @@ pub fn download_pack(
             ureq::Error::BodyExceedsLimit(_) => Error::from(too_large()),
             other => unreachable(&base, req.timeout, other),
         })?;
-    let pack = load_pack(&bytes, &name, &license).map_err(remote_text)?;
+    // The signature the catalog sent, if any ([§17](docs/guides/signing.md#s17)): checked
+    // with the pack when signers are configured, which then require it.
+    let signers = PackSigners::resolve(req.pack_signers.as_deref())?;
+    let sig = match parts.headers.get(SIGNATURE_HEADER) {
+        None => SignatureFile::Absent,
+        Some(v) => match v.to_str().ok().and_then(|t| B64.decode(t.trim()).ok()) {
+            Some(b) if b.len() as u64 <= MAX_SIGNATURE_BYTES => SignatureFile::Bytes(b),
+            Some(_) => SignatureFile::Unreadable(format!(
+                "over the {MAX_SIGNATURE_BYTES}-byte limit of a signature file"
+            )),
+            None => SignatureFile::Unreadable(format!("header {SIGNATURE_HEADER} is not base64")),
+        },
+    };
+    let pack =
+        load_signed_pack(&bytes, &sig, &name, &license, signers.as_ref()).map_err(remote_text)?;
     if pack.pack_id != req.pack_id {
         return Err(PackError::Integrity(format!(
             "{name}: the catalog answered pack `{}` to a request for `{}`",
@@ -315,13 +340,36 @@ pub fn download_pack(
         ))
         .into());
     }
-    write_atomic(&req.out, &bytes)
-        .map_err(|e| Error::io(format_args!("cannot write pack {}", req.out.display()), e))?;
+    // Pack and signature are written together (both or neither). Without
+    // a signature that parses, none is written and a stale one is removed:
+    // a `.sig` beside the pack is always the pack's.
+    let sig_path = signature_path(&req.out);
+    let sig_bytes = match &sig {
+        SignatureFile::Bytes(b) if pack.signature.is_some() => Some(b.as_slice()),
+        _ => None,
+    };
+    let written = match sig_bytes {
+        Some(b) => write_atomic_all(&[(&req.out, &bytes), (&sig_path, b)]),
+        None => {
+            write_atomic(&req.out, &bytes).and_then(|()| match std::fs::remove_file(&sig_path) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+                _ => Ok(()),
+            })
+        }
+    };
+    written.map_err(|e| Error::io(format_args!("cannot write pack {}", req.out.display()), e))?;
     Ok(Downloaded {
         pack_id: pack.pack_id,
         version: escape_controls(&pack.version).into_owned(),
         name: pack.name.map(|n| escape_controls(&n).into_owned()),
         sha256: pack.sha256,
+        signature: pack.signature.map(|s| {
+            let mut v = serde_json::to_value(&s).unwrap_or_default();
+            // Unverified, it is whatever the catalog said.
+            v["signed_by"] = serde_json::json!(escape_controls(&s.signed_by));
+            v["path"] = serde_json::json!(sig_path.display().to_string());
+            v
+        }),
         path: req.out.clone(),
         bytes: bytes.len(),
         url,

@@ -27,6 +27,7 @@ use crate::compiler::{self, CompiledPlaybook, Entitlement};
 use crate::container::PackError;
 use crate::license::{IssuerKeys, License, VerifiedLicense};
 use crate::playbook::PlaybookError;
+use crate::signature::PackSignature;
 use crate::Error;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -38,6 +39,10 @@ pub const CATALOG_URL_ENV: &str = "HELIXOR_CATALOG_URL";
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8090";
 /// How a license sent to the catalog is named in messages.
 pub const REQUEST_LICENSE_NAME: &str = "sent to the catalog";
+
+/// The response header that carries a served pack's signature file,
+/// base64-encoded ([§17](docs/guides/signing.md#s17)).
+pub const SIGNATURE_HEADER: &str = "x-helixor-pack-signature";
 
 /// One pack of the catalog as `GET /v1/catalog` lists it.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -56,6 +61,9 @@ pub struct CatalogItem {
 pub struct Catalog {
     packs: BTreeMap<String, CompiledPlaybook>,
     keys: IssuerKeys,
+    /// The key id and secret key it signs what it serves with
+    /// ([§17](docs/guides/signing.md#s17)); zeroized on drop, never shown.
+    signer: Option<(String, ed25519_dalek::SigningKey)>,
     /// Where the playbooks came from.
     pub source: PathBuf,
 }
@@ -65,6 +73,7 @@ impl std::fmt::Debug for Catalog {
         f.debug_struct("Catalog")
             .field("packs", &self.packs.keys().collect::<Vec<_>>())
             .field("issuer_keys", &self.keys.source())
+            .field("signed_by", &self.signer.as_ref().map(|(id, _)| id))
             .field("source", &self.source)
             .finish()
     }
@@ -170,8 +179,28 @@ impl Catalog {
         Ok(Self {
             packs,
             keys,
+            signer: None,
             source: dir.to_path_buf(),
         })
+    }
+
+    /// Signs every pack it serves with `key` as `key_id` ([§17](docs/guides/signing.md#s17)).
+    #[must_use]
+    pub fn with_signer(mut self, key_id: String, key: ed25519_dalek::SigningKey) -> Self {
+        self.signer = Some((key_id, key));
+        self
+    }
+
+    /// The signature of a pack it sealed, when it has a signing key: the
+    /// file's text, sequence `now` in Unix seconds.
+    pub fn sign(&self, pack: &[u8], now: OffsetDateTime) -> Option<Result<String, Error>> {
+        let (key_id, key) = self.signer.as_ref()?;
+        let sequence = u64::try_from(now.unix_timestamp()).unwrap_or_default();
+        Some(
+            PackSignature::sign(pack, "the sealed pack", key_id, key, sequence, now)
+                .map(|s| s.to_file_text())
+                .map_err(Error::from),
+        )
     }
 
     /// The packs, sorted by id.

@@ -39,6 +39,8 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{on, MethodFilter, MethodRouter};
 use axum::Router;
+use base64::engine::general_purpose::STANDARD as B64;
+use base64::Engine as _;
 use futures_util::StreamExt as _;
 use serde_json::{json, Value};
 use std::io::Write as _;
@@ -110,6 +112,9 @@ pub struct CatalogServeOptions {
     pub listen: Option<String>,
     /// Log lines on stderr.
     pub log: LogConfig,
+    /// A signing key (`license keygen`'s `.key`): every pack served is
+    /// signed with it ([§17](docs/guides/signing.md#s17)).
+    pub sign_key: Option<PathBuf>,
 }
 
 impl CatalogServeOptions {
@@ -123,6 +128,7 @@ impl CatalogServeOptions {
                 format: LogFormat::Text,
                 level: "info".into(),
             },
+            sign_key: None,
         }
     }
 }
@@ -141,7 +147,18 @@ pub fn serve(opts: &CatalogServeOptions) -> Result<u8, Error> {
     let listen = parse_listen(opts.listen.as_deref().unwrap_or(DEFAULT_LISTEN))?;
     crate::server::init_logging(&opts.log);
     let keys = IssuerKeys::from_path(&opts.issuer_keys)?;
-    let (catalog, warnings) = Catalog::load(&opts.playbooks, keys)?;
+    // A signing key that cannot be read stops start-up, before the
+    // playbooks are compiled and long before the listener opens.
+    let signer = opts
+        .sign_key
+        .as_deref()
+        .map(crate::signature::read_signing_key)
+        .transpose()?;
+    let (mut catalog, warnings) = Catalog::load(&opts.playbooks, keys)?;
+    if let Some((key_id, key)) = signer {
+        tracing::info!("signing every pack served as `{key_id}`");
+        catalog = catalog.with_signer(key_id, key);
+    }
     for w in &warnings {
         tracing::warn!("{w}");
     }
@@ -382,21 +399,40 @@ async fn pack(
         license_id: None,
         error: None,
     };
-    let result = seal_request(&catalog, id, req, &mut note).await;
+    let result = seal_request(&catalog, id, req, &mut note)
+        .await
+        .and_then(
+            |bytes| match catalog.sign(&bytes, OffsetDateTime::now_utc()) {
+                None => Ok((bytes, None)),
+                Some(Ok(sig)) => HeaderValue::from_str(&B64.encode(sig))
+                    .map(|h| (bytes, Some(h)))
+                    .map_err(|_| ApiError::internal("the pack's signature could not be sent")),
+                Some(Err(e)) => {
+                    tracing::error!(error = %e, "cannot sign a sealed pack");
+                    Err(ApiError::internal("the pack could not be signed"))
+                }
+            },
+        );
     let mut resp = match result {
-        Ok(bytes) => (
-            StatusCode::OK,
-            [
-                (
-                    CONTENT_TYPE,
-                    HeaderValue::from_static("application/octet-stream"),
-                ),
-                // Sealed for one license: no shared cache should keep it.
-                (CACHE_CONTROL, HeaderValue::from_static("no-store")),
-            ],
-            bytes,
-        )
-            .into_response(),
+        Ok((bytes, sig)) => {
+            let mut resp = (
+                StatusCode::OK,
+                [
+                    (
+                        CONTENT_TYPE,
+                        HeaderValue::from_static("application/octet-stream"),
+                    ),
+                    // Sealed for one license: no shared cache should keep it.
+                    (CACHE_CONTROL, HeaderValue::from_static("no-store")),
+                ],
+                bytes,
+            )
+                .into_response();
+            if let Some(sig) = sig {
+                resp.headers_mut().insert(super::SIGNATURE_HEADER, sig);
+            }
+            resp
+        }
         Err(e) => {
             note.error = Some(e.name());
             let mut resp = e.into_response();

@@ -5,7 +5,7 @@
 mod issue;
 mod keys;
 
-pub use issue::{issue_license, keygen, IssueRequest, KeygenOutput};
+pub use issue::{issue_license, keygen, read_signing_key, IssueRequest, KeygenOutput};
 pub use keys::{IssuerKeys, ISSUER_KEYS_ENV};
 
 use crate::canonical;
@@ -481,6 +481,10 @@ pub struct LicenseArgs {
     pub license: Option<PathBuf>,
     /// `--issuer-keys PATH`.
     pub issuer_keys: Option<PathBuf>,
+    /// `--pack-signers PATH`: the trusted pack signers of the commands
+    /// that load packs ([§17](docs/guides/signing.md#s17)); `None`: `$HELIXOR_PACK_SIGNERS`, else
+    /// signatures are not checked.
+    pub pack_signers: Option<PathBuf>,
 }
 
 impl LicenseArgs {

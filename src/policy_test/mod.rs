@@ -304,7 +304,7 @@ impl Loader {
                 issuer_keys,
             } => {
                 let license = self.license(license.as_deref(), issuer_keys.as_deref())?;
-                let loaded = load_pack_file_as::<SubjectError>(pack, &license)?;
+                let loaded = load_pack_file_as::<SubjectError>(pack, &license, None)?;
                 Subject {
                     path: pack.clone(),
                     kind: "pack",
@@ -360,6 +360,7 @@ impl Loader {
             issuer_keys: issuer_keys
                 .map(Path::to_path_buf)
                 .or_else(|| self.license_args.issuer_keys.clone()),
+            pack_signers: None,
         };
         if let Some(p) = license {
             // An explicit choice never falls back, and the message names

@@ -41,6 +41,8 @@ const KEYS: &[(&str, Kind)] = &[
     ("license", Kind::Path),
     ("packs_dir", Kind::Path),
     ("issuer_keys", Kind::Path),
+    ("pack_signers", Kind::Path),
+    ("require_pack_signatures", Kind::Bool),
     ("default_pack", Kind::Str),
     ("reload.watch", Kind::Bool),
     ("reload.debounce_ms", Kind::Uint),
@@ -178,6 +180,10 @@ pub struct Config {
     pub packs_dir: PathBuf,
     /// Issuer keys path; `None`: the [§2](docs/formats.md#s2) lookup order.
     pub issuer_keys: Option<PathBuf>,
+    /// Trusted pack signers ([§17](docs/guides/signing.md#s17)); `None`: signatures are not checked.
+    pub pack_signers: Option<PathBuf>,
+    /// Whether start-up refuses a configuration without `pack_signers`.
+    pub require_pack_signatures: bool,
     /// Pack used when a request names none and several are loaded.
     pub default_pack: Option<String>,
     /// Hot reload.
@@ -216,6 +222,8 @@ impl Config {
             license: None,
             packs_dir: packs_dir.into(),
             issuer_keys: None,
+            pack_signers: None,
+            require_pack_signatures: false,
             default_pack: None,
             reload: ReloadConfig {
                 watch: true,
@@ -266,6 +274,8 @@ pub struct ServeOptions {
     pub license: Option<PathBuf>,
     /// `--issuer-keys K`.
     pub issuer_keys: Option<PathBuf>,
+    /// `--pack-signers S`.
+    pub pack_signers: Option<PathBuf>,
     /// `--packs DIR`.
     pub packs_dir: Option<PathBuf>,
     /// `--listen ADDR`.
@@ -463,6 +473,9 @@ pub fn load(opts: &ServeOptions, env: &dyn Fn(&str) -> Option<String>) -> Result
     if let Some(p) = &opts.issuer_keys {
         merged.insert("issuer_keys", Raw::Path(p.clone()));
     }
+    if let Some(p) = &opts.pack_signers {
+        merged.insert("pack_signers", Raw::Path(p.clone()));
+    }
     if let Some(p) = &opts.packs_dir {
         merged.insert("packs_dir", Raw::Path(p.clone()));
     }
@@ -518,6 +531,15 @@ fn build(m: &BTreeMap<&'static str, Raw>) -> Result<Config, Error> {
     }
     c.license = path("license");
     c.issuer_keys = path("issuer_keys");
+    c.pack_signers = path("pack_signers");
+    if let Some(Raw::Bool(b)) = m.get("require_pack_signatures") {
+        c.require_pack_signatures = *b;
+    }
+    if c.require_pack_signatures && c.pack_signers.is_none() {
+        return Err(config_error(
+            "key `require_pack_signatures` is true but `pack_signers` is not set: pass --pack-signers PATH, set HELIXOR_PACK_SIGNERS or `pack_signers` in the config file",
+        ));
+    }
     c.tokens_file = path("auth.tokens_file");
     c.default_pack = string("default_pack").filter(|s| !s.is_empty());
     if let Some(Raw::Bool(b)) = m.get("reload.watch") {

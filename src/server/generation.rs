@@ -7,7 +7,8 @@ use super::auth::TokenSet;
 use crate::crypto::sha256;
 use crate::error::Named;
 use crate::license::{self, IssuerKeys, License, LicenseError, VerifiedLicense};
-use crate::pack::{load_pack, LoadedPack};
+use crate::pack::{load_signed_pack, LoadedPack};
+use crate::signature::{PackSigners, Sequences, SignatureFile};
 use crate::{Error, PackError};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
@@ -25,6 +26,8 @@ pub struct Sources {
     pub license: Option<PathBuf>,
     /// Issuer keys path; `None`: the [§2](docs/formats.md#s2) lookup order.
     pub issuer_keys: Option<PathBuf>,
+    /// Trusted pack signers ([§17](docs/guides/signing.md#s17)); `None`: signatures not checked.
+    pub pack_signers: Option<PathBuf>,
     /// The packs directory (may be a symlink, as in a Kubernetes volume).
     pub packs_dir: PathBuf,
     /// `auth.tokens_file`.
@@ -37,6 +40,7 @@ impl Sources {
         Self {
             license: c.license.clone(),
             issuer_keys: c.issuer_keys.clone(),
+            pack_signers: c.pack_signers.clone(),
             packs_dir: c.packs_dir.clone(),
             tokens_file: c.tokens_file.clone(),
         }
@@ -83,6 +87,9 @@ impl Sources {
         if let Some(k) = keys {
             dirs.push(if k.is_dir() { k.clone() } else { parent(&k) });
         }
+        if let Some(k) = &self.pack_signers {
+            dirs.push(if k.is_dir() { k.clone() } else { parent(k) });
+        }
         if let Some(t) = &self.tokens_file {
             dirs.push(parent(t));
         }
@@ -118,7 +125,9 @@ impl Fingerprint {
 pub struct Snapshot {
     license: Result<(PathBuf, Zeroizing<Vec<u8>>), Error>,
     keys: Result<IssuerKeys, Error>,
-    packs: Result<Vec<(PathBuf, Vec<u8>)>, Error>,
+    signers: Result<Option<PackSigners>, Error>,
+    /// Each pack file with its signature file, read together.
+    packs: Result<Vec<(PathBuf, Vec<u8>, SignatureFile)>, Error>,
     tokens: Result<Option<(TokenSet, [u8; 32])>, Error>,
     /// Where the license and the packs directory led before reading.
     resolved: (Option<PathBuf>, Option<PathBuf>),
@@ -193,12 +202,15 @@ pub fn list_pack_files(dir: &Path) -> Result<Vec<PathBuf>, Error> {
     Ok(files)
 }
 
-fn read_packs(dir: &Path) -> Result<Vec<(PathBuf, Vec<u8>)>, Error> {
+/// Every pack of `dir` with its `.sig`: a pack and its signature are one
+/// deployment ([§17](docs/guides/signing.md#s17)).
+fn read_packs(dir: &Path) -> Result<Vec<(PathBuf, Vec<u8>, SignatureFile)>, Error> {
     list_pack_files(dir)?
         .into_iter()
         .map(|p| {
             let bytes = crate::container::read_pack_file(&p)?;
-            Ok((p, bytes))
+            let sig = SignatureFile::read_for(&p);
+            Ok((p, bytes, sig))
         })
         .collect()
 }
@@ -237,6 +249,12 @@ impl Snapshot {
             .map_err(Error::from)
             .and_then(|p| License::read_bytes(&p).map(|b| (p, b)).map_err(Error::from));
         let keys = IssuerKeys::resolve(sources.issuer_keys.as_deref()).map_err(Error::from);
+        // Only the configuration names signers (its environment variable
+        // included): nothing in the deployment can turn verification off.
+        let signers = match &sources.pack_signers {
+            Some(p) => PackSigners::from_path(p).map(Some).map_err(Error::from),
+            None => Ok(None),
+        };
         let packs = read_packs(&sources.packs_dir);
         let tokens = match &sources.tokens_file {
             Some(t) => TokenSet::read(t).map(Some),
@@ -245,6 +263,7 @@ impl Snapshot {
         Self {
             license,
             keys,
+            signers,
             packs,
             tokens,
             resolved: before,
@@ -268,8 +287,22 @@ impl Snapshot {
             }
         }
         parts.push(("issuer_keys".into(), kh.finalize().into()));
-        for (p, b) in packs {
+        if let Some(signers) = self.signers.as_ref().ok()? {
+            let mut sh = Sha256::new();
+            sh.update(signers.source().as_bytes());
+            for (id, k) in signers.keys() {
+                sh.update([0]);
+                sh.update(id.as_bytes());
+                sh.update(k);
+            }
+            parts.push(("pack_signers".into(), sh.finalize().into()));
+        }
+        for (p, b, sig) in packs {
             parts.push((format!("pack:{}", p.display()), sha256(b)));
+            // A signature added, changed or removed is a new deployment.
+            if let Some(d) = sig.digest() {
+                parts.push((format!("signature:{}", p.display()), d));
+            }
         }
         if let Some((_, d)) = tokens {
             parts.push(("tokens".into(), *d));
@@ -306,21 +339,36 @@ pub struct Generation {
     pub not_after_unix: i64,
     /// `license.not_after` as Unix nanoseconds: the cached instant of [§9.6](docs/serve.md#s9-6).
     pub not_after_nanos: i128,
+    /// The highest signature sequence loaded for each pack id by this
+    /// process, this generation's included: what the next reload may not
+    /// go below ([§17](docs/guides/signing.md#s17)).
+    pub sequences: Sequences,
+    /// Whether pack signatures were verified (signers configured).
+    pub signed: bool,
 }
 
 impl Generation {
     /// Builds generation `number` from a snapshot with every check of [§5](docs/formats.md#s5) in
-    /// order (license, then each pack), ids unique, at least one pack.
-    pub fn build(snapshot: Snapshot, number: u64, now: OffsetDateTime) -> Result<Self, Error> {
+    /// order (license, then each pack), ids unique, at least one pack; with
+    /// signers, no pack's signature sequence below `floor`'s for its id.
+    pub fn build(
+        snapshot: Snapshot,
+        number: u64,
+        now: OffsetDateTime,
+        floor: &Sequences,
+    ) -> Result<Self, Error> {
         let fingerprint = snapshot.fingerprint().unwrap_or_default();
         let (lpath, lbytes) = snapshot.license?;
         let keys = || snapshot.keys;
         let license = License::verified(&lbytes, &lpath.display().to_string(), keys, now)?;
+        let signers = snapshot.signers?;
         let files = snapshot.packs?;
         let mut packs: BTreeMap<String, LoadedPack> = BTreeMap::new();
-        for (path, bytes) in files {
+        let mut sequences = floor.clone();
+        for (path, bytes, sig) in files {
             let source = path.display().to_string();
-            let pack = load_pack(&bytes, &source, &license).map_err(|e| match e {
+            let pack = load_signed_pack(&bytes, &sig, &source, &license, signers.as_ref());
+            let pack = pack.map_err(|e| match e {
                 // A reload names the file that does not open with the license.
                 Error::Pack(PackError::Unseal) => PackError::UnsealIn(source.clone()).into(),
                 other => other,
@@ -331,6 +379,10 @@ impl Generation {
                     other.source, pack.source, pack.pack_id
                 ))
                 .into());
+            }
+            if let Some(s) = pack.signature.as_ref().filter(|s| s.verified) {
+                floor.check(&pack.pack_id, s.sequence, &source)?;
+                sequences.record(&pack.pack_id, s.sequence);
             }
             packs.insert(pack.pack_id.clone(), pack);
         }
@@ -352,12 +404,19 @@ impl Generation {
             packs,
             fingerprint,
             tokens,
+            sequences,
+            signed: signers.is_some(),
         })
     }
 
     /// Reads and builds in one step (start-up).
     pub fn load(sources: &Sources, number: u64) -> Result<Self, Error> {
-        Self::build(Snapshot::read(sources), number, OffsetDateTime::now_utc())
+        Self::build(
+            Snapshot::read(sources),
+            number,
+            OffsetDateTime::now_utc(),
+            &Sequences::default(),
+        )
     }
 
     /// Whether the license has expired at `now_unix_nanos` (Unix nanoseconds).

@@ -35,6 +35,7 @@ pub struct Metrics {
     license_expiry: Gauge,
     stream_sessions: IntCounterVec,
     gateway_answers: IntCounterVec,
+    signature_failures: IntCounterVec,
 }
 
 /// The outcome label of `helixor_reloads_total`.
@@ -99,6 +100,20 @@ impl Metrics {
             ReloadLabel::Failure,
         ] {
             reloads.with_label_values(&[l.as_str()]);
+        }
+        let signature_failures: IntCounterVec = register(
+            &r,
+            IntCounterVec::new(
+                Opts::new(
+                    "helixor_pack_signature_failures_total",
+                    "Reloads refused for a pack signature (SPEC §17), by the check that failed (a refused deployment is retried at each rescan).",
+                ),
+                &["reason"],
+            ),
+        )?;
+        // Every reason from 0, so that an alert can use rate() at once.
+        for reason in crate::signature::SignatureFailure::ALL {
+            signature_failures.with_label_values(&[reason.as_str()]);
         }
         Ok(Self {
             evaluations: register(
@@ -212,8 +227,16 @@ impl Metrics {
                     &["route", "answer"],
                 ),
             )?,
+            signature_failures,
             registry: r,
         })
+    }
+
+    /// Counts a load refused for a pack signature.
+    pub fn record_signature_failure(&self, reason: crate::signature::SignatureFailure) {
+        self.signature_failures
+            .with_label_values(&[reason.as_str()])
+            .inc();
     }
 
     /// Counts one decision, its triggers and its engine time.

@@ -228,6 +228,8 @@ fn log_generation_loaded(state: &AppState) {
             license_id = %g.license.license_id,
             not_after = %format_time(g.license.not_after),
             packs = %g.packs.keys().cloned().collect::<Vec<_>>().join(","),
+            // `unchecked`: no pack signers are configured ([§17](docs/guides/signing.md#s17)).
+            signatures = %if g.signed { "verified" } else { "unchecked" },
             "generation 1 loaded"
         );
     }

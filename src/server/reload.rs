@@ -9,7 +9,7 @@ use super::metrics::ReloadLabel;
 use super::state::AppState;
 pub use super::state::{ReloadOutcome, Trigger};
 use crate::license::format_time;
-use crate::Error;
+use crate::{Error, PackError};
 use notify::event::{AccessKind, AccessMode, ModifyKind};
 use notify::{EventKind, RecursiveMode, Watcher};
 use std::collections::HashMap;
@@ -88,6 +88,10 @@ pub async fn reload(state: &Arc<AppState>, trigger: Trigger) -> ReloadOutcome {
     let current = state.current();
     let previous = current.as_ref().map(|g| g.fingerprint.clone());
     let next = current.as_ref().map_or(1, |g| g.number.saturating_add(1));
+    let floor = current
+        .as_ref()
+        .map(|g| g.sequences.clone())
+        .unwrap_or_default();
     drop(current);
     let sources = state.sources.clone();
     let built = bounded(
@@ -99,7 +103,7 @@ pub async fn reload(state: &Arc<AppState>, trigger: Trigger) -> ReloadOutcome {
             if previous.is_some() && snapshot.fingerprint() == previous {
                 return Ok(None);
             }
-            Generation::build(snapshot, next, OffsetDateTime::now_utc()).map(Some)
+            Generation::build(snapshot, next, OffsetDateTime::now_utc(), &floor).map(Some)
         },
     )
     .await;
@@ -110,6 +114,9 @@ pub async fn reload(state: &Arc<AppState>, trigger: Trigger) -> ReloadOutcome {
         }
         Ok(None) => (ReloadLabel::Unchanged, None, None),
         Err(e) => {
+            if let Error::Pack(PackError::Signature(reason, _)) = &e {
+                state.metrics.record_signature_failure(*reason);
+            }
             let (name, message) = describe(&e);
             (ReloadLabel::Failure, Some(name), Some(message))
         }

@@ -243,11 +243,14 @@ impl Catalog {
     }
 
     fn start(playbooks: &Path, keys: &Path, dir: &Path) -> Self {
-        let (child, addr, stderr) = crate::support::server::spawn_listening(
-            Self::command(playbooks, keys, dir),
-            dir,
-            "catalog",
-        );
+        Self::start_with(playbooks, keys, dir, &[])
+    }
+
+    /// [`Catalog::start`] with extra `catalog serve` arguments.
+    fn start_with(playbooks: &Path, keys: &Path, dir: &Path, extra: &[&std::ffi::OsStr]) -> Self {
+        let mut cmd = Self::command(playbooks, keys, dir);
+        cmd.args(extra);
+        let (child, addr, stderr) = crate::support::server::spawn_listening(cmd, dir, "catalog");
         Self {
             child,
             addr,
@@ -429,6 +432,113 @@ fn json_output_the_environment_url_and_fresh_seals() {
 // ---------------------------------------------------------------------------
 // Refusals
 // ---------------------------------------------------------------------------
+
+#[test]
+fn a_signing_catalog_sends_signatures_and_download_pack_writes_both() {
+    let s = Setup::new();
+    let signer = helixor::keygen("catalog-signer", &s.path().join("signer-keys")).unwrap();
+    let trusted = s.path().join("signers");
+    std::fs::create_dir_all(&trusted).unwrap();
+    std::fs::copy(&signer.public_path, trusted.join("catalog-signer.pub")).unwrap();
+    // A key that is not trusted: the license issuer's public key.
+    let foreign = s.path().join("foreign-signers");
+    std::fs::create_dir_all(&foreign).unwrap();
+    std::fs::copy(
+        s.fx.issuer_dir.join("test-issuer.pub"),
+        foreign.join("test-issuer.pub"),
+    )
+    .unwrap();
+    let signing = Catalog::start_with(
+        &s.playbooks,
+        &s.fx.issuer_dir,
+        s.path(),
+        &["--sign-key".as_ref(), signer.secret_path.as_os_str()],
+    );
+    let plain = s.catalog();
+    let lic = s.issue("lic_cust_sig", &["custom.*"], &[]);
+    let dir = s.path().join("deployment");
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = dir.join("test_ids.hxpack");
+    let sig = dir.join("test_ids.hxpack.sig");
+    let trust = ["--pack-signers", trusted.to_str().unwrap()];
+
+    // Raw: the signature travels base64-encoded in its header.
+    let a = signing.post_license(TEST_PACK, &read(&lic));
+    assert_eq!(a.status, 200);
+    let header = a.header("x-helixor-pack-signature").unwrap().to_string();
+    let file: Value = serde_json::from_slice(
+        &base64::Engine::decode(&base64::engine::general_purpose::STANDARD, header).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(file["key_id"], "catalog-signer");
+    assert_eq!(file["pack_id"], TEST_PACK);
+
+    // Verified with the signers: pack and signature written together.
+    let run = s.download(&signing.url(), TEST_PACK, &lic, &out, &trust);
+    assert_eq!(run.code, Some(0), "{run:?}");
+    assert!(
+        run.stdout.contains(&format!(
+            "  signed: {} by catalog-signer (sequence ",
+            sig.display()
+        )),
+        "{run:?}"
+    );
+    assert!(run.stdout.contains(", verified)\n"), "{run:?}");
+    let written: Value = serde_json::from_slice(&std::fs::read(&sig).unwrap()).unwrap();
+    assert_eq!(
+        written["pack_sha256"],
+        crate::support::cli::sha256_hex(&std::fs::read(&out).unwrap())
+    );
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["test_ids.hxpack", "test_ids.hxpack.sig"]);
+    // What was written loads with the signers.
+    let mut a = vec![
+        "run",
+        "--pack",
+        out.to_str().unwrap(),
+        "--text",
+        "TCK-123456",
+    ];
+    a.extend(["--license", lic.to_str().unwrap(), "--issuer-keys"]);
+    a.push(s.fx.issuer_dir.to_str().unwrap());
+    a.extend(trust);
+    let args: Vec<&std::ffi::OsStr> = a.iter().map(std::ffi::OsStr::new).collect();
+    assert_eq!(s.cli(&args, Duration::from_secs(30)).code, Some(0));
+
+    // Signers that do not trust the catalog's key, or a catalog that does
+    // not sign: refused, and the files already there are left untouched.
+    let before = (std::fs::read(&out).unwrap(), std::fs::read(&sig).unwrap());
+    let foreign_trust = ["--pack-signers", foreign.to_str().unwrap()];
+    s.download(&signing.url(), TEST_PACK, &lic, &out, &foreign_trust)
+        .fails("PackSignatureError", 5)
+        .names("untrusted_key: key `catalog-signer` is not a trusted pack signer");
+    s.download(&plain.url(), TEST_PACK, &lic, &out, &trust)
+        .fails("PackSignatureError", 5)
+        .names(": missing: ");
+    assert_eq!(
+        (std::fs::read(&out).unwrap(), std::fs::read(&sig).unwrap()),
+        before
+    );
+
+    // Without signers: a signed answer is written unverified; an unsigned
+    // one removes the stale signature (a .sig beside a pack is its own).
+    let run = s.download(&signing.url(), TEST_PACK, &lic, &out, &["--json"]);
+    assert_eq!(run.code, Some(0), "{run:?}");
+    let v: Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(v["signature"]["verified"], false);
+    assert_eq!(v["signature"]["signed_by"], "catalog-signer");
+    let run = s.download(&plain.url(), TEST_PACK, &lic, &out, &["--json"]);
+    assert_eq!(run.code, Some(0), "{run:?}");
+    assert_eq!(
+        serde_json::from_str::<Value>(&run.stdout).unwrap()["signature"],
+        Value::Null
+    );
+    assert!(out.exists() && !sig.exists());
+}
 
 #[test]
 fn an_unlicensed_pack_is_403_entitlement_and_nothing_is_written() {

@@ -2184,8 +2184,17 @@ solvers: [z3, {name: cvc5}]
     let v = env.ok_json(args!["inspect", &pack, "--json"]);
     assert_eq!(
         sorted_keys(&v),
-        keys_of(&["pack_id", "format_version", "bytes", "sha256", "loaded"])
+        keys_of(&[
+            "pack_id",
+            "format_version",
+            "bytes",
+            "sha256",
+            "signature",
+            "loaded"
+        ])
     );
+    // No `.sig` beside it ([§17](docs/guides/signing.md#s17)).
+    assert_eq!(v["signature"], Value::Null);
     assert_eq!(v["pack_id"], "custom.inspect_me.v2");
     assert_eq!(v["format_version"], 1);
     assert_eq!(v["bytes"], bytes);
@@ -2206,6 +2215,7 @@ solvers: [z3, {name: cvc5}]
             "format_version",
             "bytes",
             "sha256",
+            "signature",
             "loaded",
             "version",
             "name",
@@ -2464,9 +2474,14 @@ fn manifest_keeps_command_line_order_and_writes_out() {
             EXAMPLE_SHA
         ]
     );
-    // A pack's entry equals its playbook's.
+    // A pack's entry equals its playbook's, but for being sealed (with no
+    // verified signature, at no known time: [§17](docs/guides/signing.md#s17)).
     let from_playbook = env.ok_json(args!["manifest", "--playbook", fixture("order_notes.yaml")]);
-    assert_eq!(m["packs"][1], from_playbook["packs"][0]);
+    let mut sealed = from_playbook["packs"][0].clone();
+    assert_eq!(sealed["is_sealed"], false);
+    sealed["is_sealed"] = json!(true);
+    assert_eq!(m["packs"][1], sealed);
+    assert_eq!(m["packs"][1]["sealed_at"], Value::Null);
 
     let out_file = env.root().join("manifest.json");
     let stdout = env.ok(with(a, args!["--out", &out_file]));

@@ -268,10 +268,31 @@ fn check_deployment(deployment: &str, configmap: &str) {
         !packs.is_empty(),
         "{deployment}: no pack items in {packs_rel:?}"
     );
+    let (pack_items, sig_items): (Vec<&String>, Vec<&String>) =
+        packs.iter().partition(|p| p.ends_with(".hxpack"));
     assert!(
-        packs.iter().all(|p| p.ends_with(".hxpack")),
-        "{deployment}: the server reads only *.hxpack"
+        sig_items.iter().all(|p| p.ends_with(".hxpack.sig")),
+        "{deployment}: the server reads only *.hxpack and their *.hxpack.sig"
     );
+    // With signers every pack needs its signature in the same volume
+    // ([§17](docs/guides/signing.md#s17)): swapped together, never one without the other.
+    if cfg.pack_signers.is_some() {
+        for p in &pack_items {
+            assert!(
+                sig_items.contains(&&format!("{p}.sig")),
+                "{deployment}: {p} has no signature item"
+            );
+        }
+        let signers_volume = volumes
+            .iter()
+            .find(|v| v["configMap"]["name"] == "helixor-pack-signers")
+            .unwrap_or_else(|| panic!("{deployment}: no helixor-pack-signers volume"));
+        assert_eq!(
+            cfg.pack_signers.clone().unwrap(),
+            PathBuf::from(mount_of(&c, signers_volume["name"].as_str().unwrap()))
+        );
+        assert!(cfg.require_pack_signatures, "{deployment}");
+    }
 
     // Issuer keys: the ConfigMap of *.pub files, mounted where the config looks.
     let keys_volume = volumes

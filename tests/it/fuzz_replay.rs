@@ -179,9 +179,14 @@ fn write_fixture_seeds() {
     use helixor::{compile_in_memory, Entitlement};
     let root = crate::support::root();
     let seeds = fuzz_dir().join("seeds");
-    for dir in ["container", "license"] {
+    for dir in ["container", "license", "signature"] {
         std::fs::create_dir_all(seeds.join(dir)).unwrap();
     }
+    std::fs::write(
+        seeds.join("signature/fixture.sig"),
+        helixor::fuzzing::fixture_signature(),
+    )
+    .unwrap();
     std::fs::write(
         seeds.join("license/fixture.hxlic"),
         helixor::fuzzing::fixture_license_json(),

@@ -177,8 +177,13 @@ fn app_for(
     } else {
         now
     };
-    let generation =
-        Generation::build(helixor::server::generation::Snapshot::read(&sources), 1, at).unwrap();
+    let generation = Generation::build(
+        helixor::server::generation::Snapshot::read(&sources),
+        1,
+        at,
+        &helixor::Sequences::default(),
+    )
+    .unwrap();
     let state = AppState::new(config, Some(generation)).unwrap();
     (router(Arc::clone(&state)), state)
 }

@@ -626,6 +626,7 @@ async fn expired_license_is_503_license_expired_but_status_answers() {
         helixor::server::generation::Snapshot::read(&sources),
         1,
         now - time::Duration::minutes(90),
+        &helixor::Sequences::default(),
     )
     .unwrap();
     let app = router(AppState::new(config, Some(generation)).unwrap());

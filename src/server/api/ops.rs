@@ -86,6 +86,7 @@ fn packs_json(g: &Generation) -> Vec<Value> {
                 },
                 "codons": p.program.codons.len(),
                 "hard_rules": p.program.hard_rules.len(),
+                "signature": crate::signature::info_json(p.signature.as_ref()),
             })
         })
         .collect()

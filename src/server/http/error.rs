@@ -51,6 +51,7 @@ pub fn status_of(name: ErrorName) -> StatusCode {
         | ErrorName::PackFormatError
         | ErrorName::PackUnsealError
         | ErrorName::PackIntegrityError
+        | ErrorName::PackSignatureError
         | ErrorName::ConfigError
         | ErrorName::IoError => StatusCode::INTERNAL_SERVER_ERROR,
     }

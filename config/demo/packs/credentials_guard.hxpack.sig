@@ -1,0 +1,1 @@
+{"format":"helixor.pack_signature.v1","key_id":"helixor-demo-signer","pack_id":"compliance.credentials_guard.v1","pack_sha256":"d9adaebfbefa89121c0cf95bf50708f0c16e6eb661a4c322174e100c09f22559","sequence":1,"signature":"C4Mc/IRGOgn7hDIOIJNVRRUupL0esEz2mEcKPooVO2XSuRrqPS7/hNCiVUXxIbNydNBmVcYASQ5PncE1+I7cBQ==","signed_at":"2026-12-03T11:11:30Z"}

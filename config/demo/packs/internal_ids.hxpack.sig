@@ -1,0 +1,1 @@
+{"format":"helixor.pack_signature.v1","key_id":"helixor-demo-signer","pack_id":"custom.internal_ids.v1","pack_sha256":"c2d43edd1e6dd639f0c3f2b46fba06e7486135bc86ea62dedeb29df5eb438eaf","sequence":1,"signature":"RiqMJm/61MDOuagYPUZAj0lQCSjqS7JO+nwc8zt4va4gZs9WZ3Ej5803+ivGv30mq46mjG4fyDbSceQlPJFaCg==","signed_at":"2026-12-03T11:11:30Z"}

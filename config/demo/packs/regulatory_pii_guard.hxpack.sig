@@ -1,0 +1,1 @@
+{"format":"helixor.pack_signature.v1","key_id":"helixor-demo-signer","pack_id":"compliance.regulatory_pii_guard.v1","pack_sha256":"40566a015aec06a9ad6ebada76286c3e4531aa411e735d99293f22b5baf2cad8","sequence":1,"signature":"kEdhKR3y//RYIVTjZTGl2yQlqy6Tr+aTtFNEkcTc5OCqBjVdrekwuxbUIkN0rforieeGOQor9mQy22rZpWn5Cw==","signed_at":"2026-12-03T11:11:30Z"}
