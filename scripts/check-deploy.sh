@@ -226,8 +226,14 @@ def check_pod(where, docs, pod, container, external):
             if not pack_items:
                 problems.append(f"{where}: the projected volume puts no file under {prel}/")
             for p in pack_items:
-                if not p.endswith(".hxpack") or "/" in p[len(prel) + 1:]:
-                    problems.append(f"{where}: {p} is not a *.hxpack directly in {prel}/")
+                if not (p.endswith(".hxpack") or p.endswith(".hxpack.sig")) or "/" in p[len(prel) + 1:]:
+                    problems.append(f"{where}: {p} is not a *.hxpack or *.hxpack.sig directly in {prel}/")
+            # With pack signers (SPEC §17) every pack needs its signature in
+            # the same volume, swapped with it.
+            if cfg.get("pack_signers"):
+                for p in pack_items:
+                    if p.endswith(".hxpack") and p + ".sig" not in pack_items:
+                        problems.append(f"{where}: {p} has no {p}.sig beside it, and pack_signers is set")
 
     ik = cfg.get("issuer_keys", "").rstrip("/")
     m = mounts.get(ik)
@@ -237,6 +243,16 @@ def check_pod(where, docs, pod, container, external):
         cm = find(docs, "ConfigMap", vols[m["name"]]["configMap"]["name"])
         if not cm or not any(k.endswith(".pub") for k in cm[0].get("data", {})):
             problems.append(f"{where}: issuer keys ConfigMap has no <key_id>.pub entry")
+
+    ps = cfg.get("pack_signers", "").rstrip("/")
+    if ps:
+        m = mounts.get(ps)
+        if m is None or "configMap" not in vols.get(m["name"], {}):
+            problems.append(f"{where}: pack_signers {ps!r} is not a ConfigMap mount")
+        else:
+            cm = find(docs, "ConfigMap", vols[m["name"]]["configMap"]["name"])
+            if not cm or not any(k.endswith(".pub") for k in cm[0].get("data", {})):
+                problems.append(f"{where}: pack signers ConfigMap has no <key_id>.pub entry")
 
     sc = container.get("securityContext", {})
     for k, v in (("readOnlyRootFilesystem", True), ("allowPrivilegeEscalation", False), ("runAsNonRoot", True)):
