@@ -22,6 +22,7 @@ use crate::signature::{
 };
 use crate::{Error, PackError};
 use serde_json::{json, Value};
+use std::collections::BTreeMap;
 use std::io::{BufRead, Read, Write};
 use std::path::{Path, PathBuf};
 use time::OffsetDateTime;
@@ -757,24 +758,45 @@ pub fn manifest(
     out_file: Option<&Path>,
     out: &mut dyn Write,
 ) -> Result<(), Error> {
+    let (m, _) = build_manifest(sources, lic, "manifest")?;
+    let text = json_pretty(&m);
+    match out_file {
+        Some(f) => crate::atomic::write_atomic(f, text.as_bytes())
+            .map_err(|e| Error::io(format_args!("cannot write manifest {}", f.display()), e)),
+        None => write_out(out, &text),
+    }
+}
+
+/// The manifest of `sources`, in order, and the custom rule ids of each
+/// pack id (what the manifest itself does not list).
+fn build_manifest(
+    sources: &[ManifestSource],
+    lic: &LicenseArgs,
+    command: &str,
+) -> Result<(Value, BTreeMap<String, Vec<String>>), Error> {
     if sources.is_empty() {
-        return Err(Error::Usage(
-            "manifest needs at least one --playbook or --pack".into(),
-        ));
+        return Err(Error::Usage(format!(
+            "{command} needs at least one --playbook or --pack"
+        )));
     }
     let mut license: Option<VerifiedLicense> = None;
     let mut signers: Option<Option<PackSigners>> = None;
     let mut entries = Vec::with_capacity(sources.len());
+    let mut rule_ids: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for s in sources {
         match s {
             ManifestSource::Playbook(p) => {
                 let name = p.display().to_string();
                 let bytes = compiler::read_playbook(p)?;
                 let doc = playbook::parse_document(&bytes, &name)?.doc;
-                playbook::pack_id(&doc, &name)?;
+                let pack_id = playbook::pack_id(&doc, &name)?.to_string();
                 let solvers = playbook::solver_names(&doc, &name)?;
                 let declared = declarations(&doc, &name)?;
                 let actions: Vec<String> = declared.rules.iter().map(|r| r.action_name()).collect();
+                rule_ids.insert(
+                    pack_id,
+                    declared.rules.iter().map(|r| r.id.clone()).collect(),
+                );
                 entries.push(manifest::pack_entry(
                     &doc,
                     &actions,
@@ -804,17 +826,90 @@ pub fn manifest(
                         Some(sig) if sig.verified => json!(sig.signed_at),
                         _ => Value::Null,
                     };
+                    rule_ids.insert(
+                        pack.pack_id.clone(),
+                        pack.rules.iter().map(|r| r.id.clone()).collect(),
+                    );
                     entries.push(entry);
                 }
             }
         }
     }
-    let text = json_pretty(&manifest::manifest(entries));
-    match out_file {
-        Some(f) => crate::atomic::write_atomic(f, text.as_bytes())
-            .map_err(|e| Error::io(format_args!("cannot write manifest {}", f.display()), e)),
-        None => write_out(out, &text),
+    Ok((manifest::manifest(entries), rule_ids))
+}
+
+/// Where `sdk` takes its packs from ([§18](docs/formats.md#s18)).
+#[derive(Debug, Clone)]
+pub enum SdkSource {
+    /// `--manifest FILE`: an `embedded-pack-manifest.json`.
+    Manifest(PathBuf),
+    /// `--playbook` and `--pack`, in command-line order.
+    Sources(Vec<ManifestSource>),
+}
+
+/// Options of `sdk`.
+#[derive(Debug, Clone)]
+pub struct SdkArgs {
+    /// `--lang`.
+    pub lang: crate::sdk::Lang,
+    /// Where the packs come from.
+    pub source: SdkSource,
+    /// License flags, for `--pack`.
+    pub license: LicenseArgs,
+    /// `--out DIR`.
+    pub out: PathBuf,
+    /// `--package NAME`.
+    pub package: Option<String>,
+}
+
+/// A manifest file is refused over this many bytes before it is parsed.
+const MAX_MANIFEST_BYTES: u64 = 16 * 1024 * 1024;
+
+/// `sdk`: typed clients generated from the manifest ([§18](docs/formats.md#s18)).
+pub fn sdk(args: &SdkArgs, as_json: bool, out: &mut dyn Write) -> Result<(), Error> {
+    let (manifest, rule_ids) =
+        match &args.source {
+            SdkSource::Manifest(path) => {
+                let bytes = crate::capped::read_regular_file_capped(path, MAX_MANIFEST_BYTES)
+                    .map_err(|e| match e {
+                        crate::capped::CappedError::Io(e) => {
+                            Error::io(format_args!("cannot read manifest {}", path.display()), e)
+                        }
+                        crate::capped::CappedError::TooLarge => Error::InvalidRequest(format!(
+                            "manifest {} is over the {MAX_MANIFEST_BYTES}-byte limit",
+                            path.display()
+                        )),
+                    })?;
+                let v: Value = serde_json::from_slice(&bytes).map_err(|e| {
+                    Error::InvalidRequest(format!("manifest {} is not JSON: {e}", path.display()))
+                })?;
+                (v, BTreeMap::new())
+            }
+            SdkSource::Sources(sources) => build_manifest(sources, &args.license, "sdk")?,
+        };
+    let declared = |pack_id: &str| rule_ids.get(pack_id).cloned();
+    let ctx = crate::sdk::context(&manifest, args.lang, args.package.as_deref(), &declared)?;
+    let files = crate::sdk::render(&ctx, args.lang)?;
+    crate::sdk::write(&args.out, &files)?;
+    if as_json {
+        let v = json!({
+            "lang": format!("{:?}", args.lang).to_lowercase(),
+            "package": ctx.package,
+            "clients": ctx.packs.iter().map(|p| json!({"pack_id": p.pack_id, "client": p.client})).collect::<Vec<_>>(),
+            "files": files.iter().map(|f| args.out.join(&f.path).display().to_string()).collect::<Vec<_>>(),
+        });
+        return write_out(out, &format!("{}\n", json_line(&v)));
     }
+    let mut text = format!(
+        "wrote {} files to {} (package {})\n",
+        files.len(),
+        args.out.display(),
+        ctx.package
+    );
+    for p in &ctx.packs {
+        text.push_str(&format!("  {} for {}\n", p.client, p.pack_id));
+    }
+    write_out(out, &text)
 }
 
 /// Options of `test` ([§13](docs/policy-tests.md#s13)).

@@ -86,6 +86,7 @@ mod program;
 mod redacted;
 mod request;
 mod rules;
+pub mod sdk;
 mod signature;
 // Public: the serve-mode tests build configurations, generations and
 // routers by hand and check the route table against the OpenAPI documents

@@ -43,6 +43,22 @@ impl From<&LicenseFlags> for LicenseArgs {
     }
 }
 
+/// What a manifest is made of: playbooks and sealed packs, in command-line
+/// order, and what opens the packs.
+#[derive(Debug, clap::Args, Clone, Default)]
+struct ManifestInputs {
+    /// A YAML playbook (repeatable).
+    #[arg(long, value_name = "FILE")]
+    playbook: Vec<PathBuf>,
+    /// A sealed pack, opened with the license (repeatable).
+    #[arg(long, value_name = "FILE")]
+    pack: Vec<PathBuf>,
+    #[command(flatten)]
+    license: LicenseFlags,
+    #[command(flatten)]
+    signers: SignerFlags,
+}
+
 #[derive(Debug, clap::Args, Clone, Default)]
 struct SignerFlags {
     /// Trusted pack signers: a JSON file or a directory of <key_id>.pub files (else $HELIXOR_PACK_SIGNERS). With signers, every pack needs a valid PACK.sig; without, signatures are not checked.
@@ -167,19 +183,31 @@ enum Command {
     },
     /// Write embedded-pack-manifest.json for playbooks and/or packs.
     Manifest {
-        /// A YAML playbook (repeatable).
-        #[arg(long, value_name = "FILE")]
-        playbook: Vec<PathBuf>,
-        /// A sealed pack, opened with the license (repeatable).
-        #[arg(long, value_name = "FILE")]
-        pack: Vec<PathBuf>,
         #[command(flatten)]
-        license: LicenseFlags,
-        #[command(flatten)]
-        signers: SignerFlags,
+        inputs: ManifestInputs,
         /// Write to this file instead of stdout.
         #[arg(long, value_name = "FILE")]
         out: Option<PathBuf>,
+    },
+    /// Generate typed clients (Python, Java, TypeScript) from the pack manifest ([§18](docs/formats.md#s18)).
+    Sdk {
+        /// The language: python, java or typescript.
+        #[arg(long, value_name = "LANG", value_parser = ["python", "java", "typescript"])]
+        lang: String,
+        /// An embedded-pack-manifest.json.
+        #[arg(long, value_name = "FILE", conflicts_with_all = ["playbook", "pack"], required_unless_present_any = ["playbook", "pack"])]
+        manifest: Option<PathBuf>,
+        #[command(flatten)]
+        inputs: ManifestInputs,
+        /// The directory to write the clients to (created if needed).
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+        /// The package name [default: helixor_clients, com.helixor.clients, helixor-clients].
+        #[arg(long, value_name = "NAME")]
+        package: Option<String>,
+        /// Print one JSON object instead of text.
+        #[arg(long)]
+        json: bool,
     },
     /// Run policy tests: the cases of *.test.yaml files against their playbooks or packs ([§13](docs/policy-tests.md#s13)).
     ///
@@ -416,23 +444,52 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, Error> {
             commands::inspect_license(&(&license).into(), json, &mut out)
         }
         Command::Manifest {
-            playbook,
-            pack,
-            license,
-            signers,
+            inputs,
             out: out_file,
         } => {
             let sub = matches
                 .subcommand_matches("manifest")
                 .cloned()
                 .unwrap_or_default();
-            let sources = manifest_sources(&sub, &playbook, &pack);
+            let sources = manifest_sources(&sub, &inputs.playbook, &inputs.pack);
             commands::manifest(
                 &sources,
-                &loading(&license, &signers),
+                &loading(&inputs.license, &inputs.signers),
                 out_file.as_deref(),
                 &mut out,
             )?;
+            Ok(0)
+        }
+        Command::Sdk {
+            lang,
+            manifest,
+            inputs,
+            out: out_dir,
+            package,
+            json,
+        } => {
+            let source = match manifest {
+                Some(m) => commands::SdkSource::Manifest(m),
+                None => {
+                    let sub = matches
+                        .subcommand_matches("sdk")
+                        .cloned()
+                        .unwrap_or_default();
+                    commands::SdkSource::Sources(manifest_sources(
+                        &sub,
+                        &inputs.playbook,
+                        &inputs.pack,
+                    ))
+                }
+            };
+            let args = commands::SdkArgs {
+                lang: lang.parse()?,
+                source,
+                license: loading(&inputs.license, &inputs.signers),
+                out: out_dir,
+                package,
+            };
+            commands::sdk(&args, json, &mut out)?;
             Ok(0)
         }
         Command::Test {

@@ -15,6 +15,7 @@ mod support;
 mod catalog;
 mod checksum_oracle;
 mod cli;
+mod cli_sdk;
 mod cli_sign;
 mod cli_stream;
 mod cli_test;

@@ -143,6 +143,41 @@ fn raw_answer(addr: std::net::SocketAddr, raw: &[u8]) -> String {
     String::from_utf8_lossy(&got).into_owned()
 }
 
+/// A body refused before it is read (its `Content-Length` is over
+/// `max_body_bytes`) still gets its 413: the server closes with a lingering
+/// close, so the client can send the whole body and then read the answer
+/// (closing at once would reset the connection and lose the answer: a
+/// broken pipe for every client that writes its body before it reads).
+#[test]
+fn a_body_refused_unread_still_gets_its_413() {
+    let (_fx, server) = start("  max_body_bytes: 65536\n");
+    let body = format!("{{\"text\": \"{}\"}}", "x".repeat(4 << 20));
+    let mut s = TcpStream::connect(server.addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.set_write_timeout(Some(Duration::from_secs(10))).unwrap();
+    let head = format!(
+        "POST /evaluate HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    );
+    s.write_all(head.as_bytes()).unwrap();
+    s.write_all(body.as_bytes())
+        .expect("the server reads a refused body instead of resetting the connection");
+    let mut got = Vec::new();
+    s.read_to_end(&mut got)
+        .expect("the answer is not lost to a reset");
+    let a = String::from_utf8_lossy(&got);
+    let (head, body) = a.split_once("\r\n\r\n").unwrap_or((&a, ""));
+    assert!(
+        head.starts_with("HTTP/1.1 413 Payload Too Large\r\n"),
+        "{head}"
+    );
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(body).unwrap(),
+        serde_json::json!({"error": "PayloadTooLargeError",
+            "message": "the request body is over the 65536-byte limit (limits.max_body_bytes)"})
+    );
+}
+
 #[test]
 fn requests_hyper_cannot_parse_get_the_json_error_body() {
     let (_fx, server) = start("  header_read_timeout_ms: 5000\n");

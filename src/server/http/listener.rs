@@ -9,6 +9,10 @@
 //! for requests it cannot parse (400, 414, 431) get the JSON error body of
 //! [§9.4](docs/http-api.md#s9-4) like every other error.
 //!
+//! A connection hyper ends itself (its last answer written) is closed with
+//! a lingering close, so an answer sent before the request body was read
+//! (a 413) is not lost to a reset.
+//!
 //! At the connection cap, a new connection makes room: the open connection
 //! with no request in progress (idle keep-alive, or still sending a request
 //! head) that has been so the longest is closed, as nginx reuses its idle
@@ -77,6 +81,9 @@ struct Clock {
     evicting: AtomicBool,
     /// Wakes the connection's task when it is chosen.
     evict: Notify,
+    /// hyper ended the connection itself (its last answer written): the
+    /// socket is closed with a lingering close.
+    ended_well: AtomicBool,
     /// The registry's wake-up: a request ended (the connection may now be
     /// closed to make room).
     changed: Arc<Notify>,
@@ -93,6 +100,7 @@ impl Clock {
             write_blocked_since: AtomicU64::new(0),
             evicting: AtomicBool::new(false),
             evict: Notify::new(),
+            ended_well: AtomicBool::new(false),
             changed,
         }
     }
@@ -193,7 +201,8 @@ async fn watchdog(clock: Arc<Clock>, limits: ConnLimits) {
 /// The socket, noting when bytes arrive and when writes stop moving, and
 /// giving hyper's own error answers the JSON body of [§9.4](docs/http-api.md#s9-4).
 struct Watched {
-    inner: TcpStream,
+    /// Taken only when the wrapper is dropped (see [`linger`]).
+    inner: Option<TcpStream>,
     clock: Arc<Clock>,
     /// Our answer in place of hyper's, still to be written, and the length
     /// of hyper's buffer it stands for.
@@ -240,7 +249,10 @@ impl AsyncRead for Watched {
         buf: &mut ReadBuf<'_>,
     ) -> Poll<std::io::Result<()>> {
         let before = buf.filled().len();
-        let r = Pin::new(&mut self.inner).poll_read(cx, buf);
+        let Some(sock) = self.inner.as_mut() else {
+            return Poll::Ready(Err(std::io::ErrorKind::NotConnected.into()));
+        };
+        let r = Pin::new(sock).poll_read(cx, buf);
         if buf.filled().len() > before {
             self.clock.read_some();
         }
@@ -261,9 +273,12 @@ impl AsyncWrite for Watched {
             }
         }
         let this = &mut *self;
+        let Some(sock) = this.inner.as_mut() else {
+            return Poll::Ready(Err(std::io::ErrorKind::NotConnected.into()));
+        };
         if let Some((pending, stands_for)) = &mut this.rewrite {
             while !pending.is_empty() {
-                match Pin::new(&mut this.inner).poll_write(cx, pending) {
+                match Pin::new(&mut *sock).poll_write(cx, pending) {
                     Poll::Ready(Ok(0)) => {
                         return Poll::Ready(Err(std::io::ErrorKind::WriteZero.into()))
                     }
@@ -279,7 +294,7 @@ impl AsyncWrite for Watched {
                 return Poll::Ready(Ok(n.min(buf.len())));
             }
         }
-        let r = Pin::new(&mut this.inner).poll_write(cx, buf);
+        let r = Pin::new(sock).poll_write(cx, buf);
         match r {
             // The client's window is full: the write timeout runs from now.
             Poll::Pending => this.clock.write_blocked(),
@@ -289,11 +304,17 @@ impl AsyncWrite for Watched {
     }
 
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.inner).poll_flush(cx)
+        match self.inner.as_mut() {
+            Some(sock) => Pin::new(sock).poll_flush(cx),
+            None => Poll::Ready(Ok(())),
+        }
     }
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.inner).poll_shutdown(cx)
+        match self.inner.as_mut() {
+            Some(sock) => Pin::new(sock).poll_shutdown(cx),
+            None => Poll::Ready(Ok(())),
+        }
     }
 
     fn is_write_vectored(&self) -> bool {
@@ -301,6 +322,61 @@ impl AsyncWrite for Watched {
         // are seen whole.
         false
     }
+}
+
+impl Drop for Watched {
+    fn drop(&mut self) {
+        if self.clock.ended_well.load(Ordering::Acquire) {
+            if let Some(sock) = self.inner.take() {
+                linger(sock);
+            }
+        }
+    }
+}
+
+/// Most sockets in a lingering close at once; beyond, a socket is closed
+/// at once.
+const MAX_LINGERING: usize = 256;
+/// Longest a lingering close reads.
+const LINGER_FOR: Duration = Duration::from_secs(2);
+/// Most bytes a lingering close reads (and throws away).
+const LINGER_BYTES: usize = 8 << 20;
+
+/// Closes `sock` as nginx's `lingering_close` does: the write side first
+/// (the answer is out), then what the client still sends is read and
+/// thrown away for a short while, and only then the socket closed. A
+/// socket closed with unread bytes is reset, and the reset makes the client
+/// lose the answer it has not read yet: the 413 of a body refused before it
+/// was read would reach the client as a broken pipe. Bounded in time,
+/// bytes and sockets; outside the connection's slot, as the connection is
+/// over.
+fn linger(sock: TcpStream) {
+    static LINGERING: AtomicUsize = AtomicUsize::new(0);
+    let Ok(rt) = tokio::runtime::Handle::try_current() else {
+        return;
+    };
+    if LINGERING.fetch_add(1, Ordering::AcqRel) >= MAX_LINGERING {
+        LINGERING.fetch_sub(1, Ordering::AcqRel);
+        return;
+    }
+    rt.spawn(async move {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let mut sock = sock;
+        let _ = tokio::time::timeout(LINGER_FOR, async {
+            let _ = sock.shutdown().await;
+            let mut buf = vec![0u8; 64 << 10];
+            let mut read = 0usize;
+            while read < LINGER_BYTES {
+                match sock.read(&mut buf).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => read += n,
+                }
+            }
+        })
+        .await;
+        drop(sock);
+        LINGERING.fetch_sub(1, Ordering::AcqRel);
+    });
 }
 
 /// In a request's extensions: closes the request's connection at once (a
@@ -446,7 +522,7 @@ pub async fn serve(
             id: next_id,
         };
         let io = TokioIo::new(Watched {
-            inner: stream,
+            inner: Some(stream),
             clock: Arc::clone(&clock),
             rewrite: None,
         });
@@ -482,7 +558,10 @@ pub async fn serve(
             let mut finishing = false;
             loop {
                 tokio::select! {
-                    _ = conn.as_mut() => break,
+                    _ = conn.as_mut() => {
+                        clock.ended_well.store(true, Ordering::Release);
+                        break;
+                    }
                     // Dropping the connection closes its socket: nothing is
                     // in flight on it, or its answer is stuck on the client.
                     () = watchdog(Arc::clone(&clock), limits) => break,
