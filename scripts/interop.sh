@@ -43,4 +43,47 @@ mkdir -p "$work/pytrust"
   --issuer-keys "$work/pytrust" --out "$work/o.hxpack" >/dev/null
 "$py" tests/model/pack_model.py open "$work/o.hxpack" "$work/py.hxlic" "$work/pytrust/py-issuer.pub" tests/fixtures/order_notes.yaml >/dev/null
 echo "helixor-pack verified and compiled with a license signed by python"
+# The decision log ([§19](docs/guides/auditing.md#s19)): a server writes it; Python recomputes the
+# root from the lines and verifies each `log prove` proof and its signed
+# checkpoint (tests/model/tlog_model.py, from RFC 9162 and the C2SP specs).
+"$bin" license keygen --key-id interop-log --out "$work/logkeys" >/dev/null
+head -c 32 /dev/urandom > "$work/hmac.key"
+cat > "$work/log.yaml" <<YAML
+listen: 127.0.0.1:0
+license: $PWD/config/demo/license.hxlic
+packs_dir: $PWD/config/demo/packs
+issuer_keys: $PWD/config/demo/issuer-keys
+default_pack: compliance.regulatory_pii_guard.v1
+reload:
+  watch: false
+decision_log:
+  path: $work/audit/decisions.jsonl
+  signing_key: $work/logkeys/interop-log.key
+  hmac_key_file: $work/hmac.key
+  checkpoint_every: 1
+YAML
+"$bin" serve --config "$work/log.yaml" > "$work/serve.out" 2> "$work/serve.err" &
+serve_pid=$!
+for _ in $(seq 1 100); do grep -q '^listening on ' "$work/serve.out" && break; sleep 0.1; done
+addr=$(sed -n 's/^listening on //p' "$work/serve.out")
+[ -n "$addr" ] || { kill "$serve_pid" 2>/dev/null; fail "serve did not start: $(cat "$work/serve.err")"; }
+"$py" - "$addr" <<'PY'
+import json, sys, urllib.request
+for text in ["SSN 123-45-6789", "mail jane@example.com", "clean", "card 4111 1111 1111 1111", "call 212-555-0187", "more"]:
+    req = urllib.request.Request(f"http://{sys.argv[1]}/evaluate", json.dumps({"text": text}).encode(),
+                                 {"Content-Type": "application/json"})
+    urllib.request.urlopen(req, timeout=10).read()
+PY
+kill -TERM "$serve_pid"; wait "$serve_pid" || fail "serve did not stop cleanly"
+log=$work/audit/decisions.jsonl
+"$bin" log verify "$log" --checkpoint "$log.checkpoint" --key "$work/logkeys/interop-log.pub" >/dev/null \
+  || fail "log verify refused the server's own log"
+root=$("$bin" log verify "$log" --json | "$py" -c 'import json,sys; print(json.load(sys.stdin)["root"])')
+[ "$root" = "$("$py" tests/model/tlog_model.py root "$log")" ] || fail "python computes another root"
+for seq in 0 1 2 3 4 5; do
+  "$bin" log prove "$log" --seq "$seq" > "$work/proof.txt"
+  "$py" tests/model/tlog_model.py proof "$work/proof.txt" "$log" --key "$work/logkeys/interop-log.pub" \
+    --name interop-log --seq "$seq" >/dev/null || fail "python refused the proof of entry $seq"
+done
+echo "python verified the decision log's root, checkpoint and six inclusion proofs"
 echo "interop: ok"

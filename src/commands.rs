@@ -38,8 +38,11 @@ pub const STREAM_READ_BYTES: usize = 64 * 1024;
 pub const STREAM_BLOCKED_EXIT: u8 = 6;
 
 fn write_out(out: &mut dyn Write, text: &str) -> Result<(), Error> {
-    out.write_all(text.as_bytes())
-        .map_err(|e| Error::io("cannot write to stdout", e))
+    out.write_all(text.as_bytes()).map_err(stdout_error)
+}
+
+fn stdout_error(e: std::io::Error) -> Error {
+    Error::io("cannot write to stdout", e)
 }
 
 fn json_line(v: &impl serde::Serialize) -> String {
@@ -1168,4 +1171,87 @@ pub fn render_error(e: &(impl Named + std::fmt::Display), as_json: bool) -> Stri
         }
         s
     }
+}
+
+/// `log verify` ([§19](docs/guides/auditing.md#s19)): every line and, with a checkpoint, its
+/// signature and root.
+pub fn log_verify(
+    log: &Path,
+    checkpoint: Option<&Path>,
+    key: Option<&Path>,
+    json: bool,
+    out: &mut dyn Write,
+) -> Result<u8, Error> {
+    use crate::decision_log::verify;
+    let verifier = key.map(verify::read_verifier).transpose()?;
+    let cp = checkpoint.zip(verifier.as_ref());
+    let v = verify::verify(log, cp)?;
+    if json {
+        let checkpoint = v.checkpoint.as_ref().map(
+            |(origin, size)| serde_json::json!({"origin": origin, "size": size, "verified": true}),
+        );
+        let doc = serde_json::json!({
+            "log": log.display().to_string(),
+            "entries": v.entries,
+            "root": v.root,
+            "checkpoint": checkpoint,
+        });
+        writeln!(out, "{doc}").map_err(stdout_error)?;
+    } else {
+        writeln!(
+            out,
+            "{}: {} entries, root {}",
+            log.display(),
+            v.entries,
+            v.root
+        )
+        .map_err(stdout_error)?;
+        match &v.checkpoint {
+            Some((origin, size)) => writeln!(
+                out,
+                "checkpoint: signed by {origin}, covers entries 0..{size}, verified"
+            ),
+            None => writeln!(out, "checkpoint: not checked (pass --checkpoint and --key)"),
+        }
+        .map_err(stdout_error)?;
+    }
+    Ok(0)
+}
+
+/// `log prove`: the inclusion proof of entry `seq` (C2SP `tlog-proof`).
+pub fn log_prove(
+    log: &Path,
+    seq: u64,
+    checkpoint: Option<&Path>,
+    out: &mut dyn Write,
+) -> Result<u8, Error> {
+    let default = crate::decision_log::writer::checkpoint_path(log);
+    let text = crate::decision_log::verify::prove(log, seq, checkpoint.unwrap_or(&default))?;
+    out.write_all(text.as_bytes()).map_err(stdout_error)?;
+    Ok(0)
+}
+
+/// `log consistency`: checkpoint `new`'s tree extends `old`'s.
+pub fn log_consistency(
+    log: &Path,
+    old: &Path,
+    new: &Path,
+    key: &Path,
+    out: &mut dyn Write,
+) -> Result<u8, Error> {
+    use crate::decision_log::verify;
+    let verifier = verify::read_verifier(key)?;
+    let (a, b, proof) = verify::consistency(log, old, new, &verifier)?;
+    writeln!(
+        out,
+        "{} (size {b}) extends {} (size {a}): consistent, both signed by {}",
+        new.display(),
+        old.display(),
+        verifier.name()
+    )
+    .map_err(stdout_error)?;
+    for h in proof {
+        writeln!(out, "{h}").map_err(stdout_error)?;
+    }
+    Ok(0)
 }

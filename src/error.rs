@@ -56,11 +56,14 @@ pub enum ErrorName {
     ServiceUnavailableError,
     /// A file that cannot be read or written.
     IoError,
+    /// A decision log that does not verify: an edited, removed, reordered
+    /// or cut line, or a checkpoint or proof that does not check.
+    DecisionLogError,
 }
 
 impl ErrorName {
     /// Every name, in [§4.3](docs/errors.md#s4-3) order.
-    pub const ALL: [ErrorName; 24] = [
+    pub const ALL: [ErrorName; 25] = [
         Self::CompilerError,
         Self::PlaybookParseError,
         Self::UnsupportedPackDeclarationError,
@@ -85,6 +88,7 @@ impl ErrorName {
         Self::UnsupportedMediaTypeError,
         Self::ServiceUnavailableError,
         Self::IoError,
+        Self::DecisionLogError,
     ];
 
     /// The name printed as `s`, if it is one (e.g. an error body of a server).
@@ -119,6 +123,7 @@ impl ErrorName {
             Self::UnsupportedMediaTypeError => "UnsupportedMediaTypeError",
             Self::ServiceUnavailableError => "ServiceUnavailableError",
             Self::IoError => "IoError",
+            Self::DecisionLogError => "DecisionLogError",
         }
     }
 
@@ -149,7 +154,8 @@ impl ErrorName {
             | Self::PayloadTooLargeError
             | Self::UnsupportedMediaTypeError
             | Self::ServiceUnavailableError
-            | Self::IoError => 1,
+            | Self::IoError
+            | Self::DecisionLogError => 1,
         }
     }
 }

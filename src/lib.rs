@@ -63,6 +63,7 @@ mod compiler;
 mod condition;
 mod container;
 mod crypto;
+pub mod decision_log;
 mod declared;
 mod engine;
 mod error;
@@ -164,6 +165,9 @@ pub enum Error {
     /// server that cannot be reached (`download-pack`).
     #[error("{0}")]
     Io(String, #[source] Option<crate::error::Cause>),
+    /// A decision log problem ([§19](docs/guides/auditing.md#s19)).
+    #[error(transparent)]
+    DecisionLog(#[from] crate::decision_log::LogError),
     /// An error another Helixor service answered with (the catalog's
     /// refusal of `download-pack`): its name and message, as sent.
     #[error("{message}")]
@@ -189,6 +193,8 @@ impl Named for Error {
             Self::InvalidRequest(_) => ErrorName::InvalidRequestError,
             Self::Io(..) => ErrorName::IoError,
             Self::Remote { name, .. } => *name,
+            Self::DecisionLog(crate::decision_log::LogError::Io(_)) => ErrorName::IoError,
+            Self::DecisionLog(_) => ErrorName::DecisionLogError,
         }
     }
 

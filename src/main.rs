@@ -285,6 +285,53 @@ enum Command {
         #[command(subcommand)]
         command: LicenseCommand,
     },
+    /// Check a decision log offline: verify it, prove an entry, check two checkpoints ([§19](docs/guides/auditing.md#s19)).
+    Log {
+        #[command(subcommand)]
+        command: LogCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum LogCommand {
+    /// Recompute the tree from every line (rotated files first) and check a signed checkpoint against it.
+    Verify {
+        /// The log file (decision_log.path).
+        log: PathBuf,
+        /// A checkpoint note (e.g. LOG.checkpoint); needs --key.
+        #[arg(long, value_name = "FILE", requires = "key")]
+        checkpoint: Option<PathBuf>,
+        /// The checkpoint signer's public key (<key_id>.pub).
+        #[arg(long, value_name = "PUB", requires = "checkpoint")]
+        key: Option<PathBuf>,
+        /// Print one JSON object instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print the inclusion proof of entry N as C2SP tlog-proof text.
+    Prove {
+        /// The log file.
+        log: PathBuf,
+        /// The entry (its seq, from 0).
+        #[arg(long, value_name = "N")]
+        seq: u64,
+        /// The checkpoint whose tree the proof is for [default: LOG.checkpoint].
+        #[arg(long, value_name = "FILE")]
+        checkpoint: Option<PathBuf>,
+    },
+    /// Check that checkpoint NEW's tree extends checkpoint OLD's, with the log's entries.
+    Consistency {
+        /// The older checkpoint note.
+        old: PathBuf,
+        /// The newer checkpoint note.
+        new: PathBuf,
+        /// The log file.
+        #[arg(long, value_name = "FILE")]
+        log: PathBuf,
+        /// The checkpoints' signer's public key (<key_id>.pub).
+        #[arg(long, value_name = "PUB")]
+        key: PathBuf,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -580,6 +627,22 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, Error> {
         Command::License {
             command: LicenseCommand::Issue(args),
         } => commands::license_issue(&args, &mut out),
+        Command::Log { command } => match command {
+            LogCommand::Verify {
+                log,
+                checkpoint,
+                key,
+                json,
+            } => commands::log_verify(&log, checkpoint.as_deref(), key.as_deref(), json, &mut out),
+            LogCommand::Prove {
+                log,
+                seq,
+                checkpoint,
+            } => commands::log_prove(&log, seq, checkpoint.as_deref(), &mut out),
+            LogCommand::Consistency { old, new, log, key } => {
+                commands::log_consistency(&log, &old, &new, &key, &mut out)
+            }
+        },
     }
 }
 

@@ -39,6 +39,9 @@ pub struct LoadedPack {
     pub sha256: String,
     /// Size of the pack file.
     pub bytes: usize,
+    /// Hex SHA-256 of the whole pack file (what a [§17](docs/guides/signing.md#s17) signature
+    /// and a decision log line name).
+    pub file_sha256: String,
     /// Where it came from (for messages).
     pub source: String,
     /// The compiled playbook, in plaintext. Crate-only: it holds the
@@ -178,6 +181,7 @@ where
         version,
         sha256: hex::encode(sealed.sha256),
         bytes: bytes.len(),
+        file_sha256: crate::crypto::sha256_hex(bytes),
         source: name.to_string(),
         rules: rules.iter().map(summarise).collect(),
         solvers,

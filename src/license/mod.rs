@@ -6,6 +6,7 @@ mod issue;
 mod keys;
 
 pub use issue::{issue_license, keygen, read_signing_key, IssueRequest, KeygenOutput};
+pub(crate) use keys::parse_public_key;
 pub use keys::{IssuerKeys, ISSUER_KEYS_ENV};
 
 use crate::canonical;

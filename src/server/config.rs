@@ -70,11 +70,27 @@ const KEYS: &[(&str, Kind)] = &[
     ("ext_proc.max_streams_per_connection", Kind::Uint),
     ("ext_proc.idle_stream_timeout_ms", Kind::Uint),
     ("engine.normalize", Kind::Str),
+    ("decision_log.path", Kind::Path),
+    ("decision_log.max_bytes", Kind::Uint),
+    ("decision_log.hmac_key_file", Kind::Path),
+    ("decision_log.signing_key", Kind::Path),
+    ("decision_log.checkpoint_every", Kind::Uint),
+    ("decision_log.checkpoint_interval_ms", Kind::Uint),
+    ("decision_log.queue", Kind::Uint),
+    ("decision_log.required", Kind::Bool),
 ];
 
 /// The sections (keys holding a mapping).
 const SECTIONS: &[&str] = &[
-    "reload", "limits", "auth", "shutdown", "log", "stream", "ext_proc", "engine",
+    "reload",
+    "limits",
+    "auth",
+    "shutdown",
+    "log",
+    "stream",
+    "ext_proc",
+    "engine",
+    "decision_log",
 ];
 
 /// The environment variable of a key: `reload.debounce_ms` → `HELIXOR_RELOAD_DEBOUNCE_MS`.
@@ -212,6 +228,31 @@ pub struct Config {
     pub ext_proc: ExtProcConfig,
     /// How requests are matched unless they say (`engine.normalize`, [§15](docs/evasion.md#s15)).
     pub normalize: crate::engine::Normalize,
+    /// The decision log ([§19](docs/guides/auditing.md#s19)); `None`: off.
+    pub decision_log: Option<DecisionLogConfig>,
+}
+
+/// `decision_log.*` ([§19](docs/guides/auditing.md#s19)).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DecisionLogConfig {
+    /// The log file (rotated files beside it: `<path>.1`, `<path>.2`, ...).
+    pub path: PathBuf,
+    /// Bytes a file may reach before it is rotated (0: never).
+    pub max_bytes: u64,
+    /// Key file of `payload_hmac`; `None`: no payload digest is written.
+    pub hmac_key_file: Option<PathBuf>,
+    /// Ed25519 key (`license keygen`'s `.key`) that signs checkpoints;
+    /// `None`: no checkpoint is written.
+    pub signing_key: Option<PathBuf>,
+    /// A checkpoint after this many entries.
+    pub checkpoint_every: u64,
+    /// A checkpoint after this long with new entries, in ms.
+    pub checkpoint_interval_ms: u64,
+    /// Lines that may wait for the writer; beyond, a line is dropped and
+    /// counted (or, with `required`, the evaluation answers 503).
+    pub queue: usize,
+    /// Whether an evaluation whose line cannot be written answers 503.
+    pub required: bool,
 }
 
 impl Config {
@@ -261,6 +302,7 @@ impl Config {
                 idle_stream_timeout_ms: 30_000,
             },
             normalize: crate::engine::Normalize::None,
+            decision_log: None,
         }
     }
 }
@@ -656,9 +698,48 @@ fn build(m: &BTreeMap<&'static str, Raw>) -> Result<Config, Error> {
         })?;
         c.log.level = l;
     }
+    c.decision_log = decision_log(m, uint, usize_of)?;
     // Every key is typed by the table; a key the table lacks cannot get here.
     debug_assert!(m.keys().all(|k| kind_of(k).is_some()));
     Ok(c)
+}
+
+/// `decision_log.*`: `None` unless `decision_log.path` is set (then every
+/// other key has its default).
+fn decision_log<U, S>(
+    m: &BTreeMap<&'static str, Raw>,
+    uint: U,
+    usize_of: S,
+) -> Result<Option<DecisionLogConfig>, Error>
+where
+    U: Fn(&str, u64) -> Result<Option<u64>, Error>,
+    S: Fn(&str, u64) -> Result<usize, Error>,
+{
+    let path = |key: &str| match m.get(key) {
+        Some(Raw::Path(p)) => Some(p.clone()),
+        _ => None,
+    };
+    let Some(log_path) = path("decision_log.path") else {
+        if let Some(other) = m.keys().find(|k| k.starts_with("decision_log.")) {
+            return Err(config_error(format!(
+                "key `{other}` is set but `decision_log.path` is not: set the log file's path"
+            )));
+        }
+        return Ok(None);
+    };
+    Ok(Some(DecisionLogConfig {
+        path: log_path,
+        max_bytes: uint("decision_log.max_bytes", 0)?.unwrap_or(0),
+        hmac_key_file: path("decision_log.hmac_key_file"),
+        signing_key: path("decision_log.signing_key"),
+        checkpoint_every: uint("decision_log.checkpoint_every", 1)?.unwrap_or(1000),
+        checkpoint_interval_ms: uint("decision_log.checkpoint_interval_ms", 1)?.unwrap_or(10_000),
+        queue: match uint("decision_log.queue", 1)? {
+            Some(n) => usize_of("decision_log.queue", n)?,
+            None => 65_536,
+        },
+        required: matches!(m.get("decision_log.required"), Some(Raw::Bool(true))),
+    }))
 }
 
 #[cfg(test)]

@@ -36,6 +36,8 @@ pub struct Metrics {
     stream_sessions: IntCounterVec,
     gateway_answers: IntCounterVec,
     signature_failures: IntCounterVec,
+    decision_log_lines: prometheus::IntCounter,
+    decision_log_errors: IntCounterVec,
 }
 
 /// The outcome label of `helixor_reloads_total`.
@@ -228,6 +230,29 @@ impl Metrics {
                 ),
             )?,
             signature_failures,
+            decision_log_lines: register(
+                &r,
+                prometheus::IntCounter::new(
+                    "helixor_decision_log_lines_total",
+                    "Decisions handed to the decision log (SPEC §19).",
+                ),
+            )?,
+            decision_log_errors: {
+                let errors: IntCounterVec = register(
+                    &r,
+                    IntCounterVec::new(
+                        Opts::new(
+                            "helixor_decision_log_errors_total",
+                            "Decision log lines lost, or checkpoints not written (SPEC §19), by reason: queue_full, write, checkpoint.",
+                        ),
+                        &["reason"],
+                    ),
+                )?;
+                for reason in ["queue_full", "write", "checkpoint"] {
+                    errors.with_label_values(&[reason]);
+                }
+                errors
+            },
             registry: r,
         })
     }
@@ -253,6 +278,17 @@ impl Metrics {
             self.normalized.with_label_values(&[d.pack_id]).inc();
         }
         self.evaluation_duration.observe(d.latency_us / 1e6);
+    }
+
+    /// Counts one line handed to the decision log.
+    pub fn observe_decision_logged(&self) {
+        self.decision_log_lines.inc();
+    }
+
+    /// A counter of decision log errors, by reason, for the log's writer.
+    pub fn decision_log_errors(&self) -> std::sync::Arc<dyn Fn(&'static str) + Send + Sync> {
+        let errors = self.decision_log_errors.clone();
+        std::sync::Arc::new(move |reason| errors.with_label_values(&[reason]).inc())
     }
 
     /// Counts one stream session that ended (`finished` or `blocked`).

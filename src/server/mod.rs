@@ -26,6 +26,7 @@
 //! `scripts/module-graph.py --check` (run by CI) fails on any import cycle.
 
 mod api;
+pub(crate) mod audit;
 pub mod auth;
 pub mod config;
 pub(crate) mod gateway;
@@ -217,6 +218,7 @@ pub async fn run(config: Config) -> Result<u8, Error> {
         r = async { tokio::join!(server, ext_proc_done).0 } => r.map_err(io("the server failed"))?,
         () = grace_over => tracing::warn!("grace period over: requests still in flight are dropped"),
     }
+    state.close_decision_log();
     tracing::info!("stopped");
     Ok(0)
 }

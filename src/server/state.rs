@@ -87,6 +87,8 @@ pub struct AppState {
     pub(crate) body_budget: Arc<tokio::sync::Semaphore>,
     /// The streams in flight and their memory (`POST /v1/evaluate/stream`).
     pub(crate) streams: Streams,
+    /// The decision log ([§19](docs/guides/auditing.md#s19)), when configured.
+    pub(crate) decision_log: Option<crate::server::audit::ServedLog>,
 }
 
 /// Large request bodies held in memory at once, at the largest allowed size
@@ -113,6 +115,10 @@ impl AppState {
     pub fn new(config: Config, generation: Option<Generation>) -> Result<Arc<Self>, Error> {
         let metrics = Metrics::new().map_err(|e| Error::io("cannot create the metrics", e))?;
         let max_body_bytes = config.limits.max_body_bytes;
+        let decision_log = match &config.decision_log {
+            Some(cfg) => Some(crate::server::audit::ServedLog::open(cfg, &metrics)?),
+            None => None,
+        };
         let state = Arc::new(Self {
             sources: Sources::from_config(&config),
             slots: Arc::new(tokio::sync::Semaphore::new(config.limits.max_concurrency)),
@@ -125,6 +131,7 @@ impl AppState {
             reload_busy: Arc::new(AtomicBool::new(false)),
             body_budget: Arc::new(tokio::sync::Semaphore::new(body_budget_kib(max_body_bytes))),
             streams: Streams::default(),
+            decision_log,
         });
         if let Some(g) = generation {
             state.install(g);
@@ -174,6 +181,46 @@ impl AppState {
             .last_reload
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(outcome);
+    }
+
+    /// Logs `decision` when the decision log is on; what the answer must
+    /// wait for.
+    pub(crate) fn log_decision(
+        &self,
+        decision: &crate::engine::Decision<'_>,
+        at: &crate::server::audit::At<'_>,
+        payload: &[u8],
+    ) -> crate::server::audit::Pending {
+        match &self.decision_log {
+            Some(log) => log.record(&self.metrics, decision, at, log.hmac(payload), true),
+            None => crate::server::audit::Pending::default(),
+        }
+    }
+
+    /// Hex HMAC of `payload` when the decision log has a key (for a stream,
+    /// whose decision comes after its text is gone).
+    pub(crate) fn payload_hmac(&self, payload: &[u8]) -> Option<String> {
+        self.decision_log.as_ref().and_then(|l| l.hmac(payload))
+    }
+
+    /// Logs a decision whose answer has already left (a stream's): written
+    /// in order, never waited for.
+    pub(crate) fn log_decision_after(
+        &self,
+        decision: &crate::engine::Decision<'_>,
+        at: &crate::server::audit::At<'_>,
+        payload_hmac: Option<String>,
+    ) {
+        if let Some(log) = &self.decision_log {
+            log.record(&self.metrics, decision, at, payload_hmac, false);
+        }
+    }
+
+    /// Writes the decision log's queued lines and a last checkpoint.
+    pub fn close_decision_log(&self) {
+        if let Some(log) = &self.decision_log {
+            log.close();
+        }
     }
 
     /// Starts draining: `/readyz` answers 503 from now on.

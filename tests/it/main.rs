@@ -26,6 +26,7 @@ mod props;
 mod receipt;
 mod server_config;
 mod server_connections;
+mod server_decision_log;
 mod server_e2e;
 mod server_ext_proc;
 mod server_hardening;

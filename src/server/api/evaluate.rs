@@ -8,11 +8,12 @@ use crate::builtins::CODONS;
 use crate::engine::{Decision, Normalize, Source};
 use crate::error::ErrorName;
 use crate::request::{not_an_object, optional_normalize, type_name, EvaluateRequest};
+use crate::server::audit::{settle, At, Pending};
 use crate::server::http::{json_response_capped, ApiError, EvaluateBody, JsonBody};
 use crate::server::state::AppStateRef;
 use crate::server::work::{abandoned, choose, noted, off_workers, serving};
 use axum::extract::State;
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use serde::Serialize;
 use serde_json::Value;
@@ -61,10 +62,12 @@ struct SingleAnswer<'a> {
 async fn evaluate_single(
     state: AppStateRef,
     request: EvaluateRequest,
-    with_remedy: bool,
+    route: &'static str,
+    request_id: Option<String>,
 ) -> Result<Response, ApiError> {
     let bytes = request.text.len();
-    off_workers(bytes, move || {
+    let with_remedy = route == "/v1/evaluate";
+    let resp = off_workers(bytes, move || {
         let generation = serving(&state)?;
         let pack = choose(
             &generation,
@@ -74,34 +77,48 @@ async fn evaluate_single(
         let normalize = request.normalize.unwrap_or(state.config.normalize);
         let decision = pack.evaluator.evaluate_with(&request.text, normalize);
         state.metrics.observe_decision(&decision);
+        let at = At::new(route, request_id.as_deref(), generation.number, pack);
+        let logged = state.log_decision(&decision, &at, request.text.as_bytes());
         let answer = SingleAnswer {
             decision: &decision,
             generation: generation.number,
             remedy: with_remedy.then(|| remedy(&decision)),
         };
         let max = state.config.limits.max_response_bytes;
-        Ok(noted(
+        Ok(logged.attach(noted(
             json_response_capped(StatusCode::OK, &answer, max)?,
             &decision,
-        ))
+        )))
     })
-    .await
+    .await?;
+    settle(resp).await
 }
 
 /// `POST /evaluate`: the decision and the generation.
 pub(crate) async fn evaluate(
     State(state): State<AppStateRef>,
+    headers: HeaderMap,
     body: EvaluateBody,
 ) -> Result<Response, ApiError> {
-    evaluate_single(state, body.request, false).await
+    evaluate_single(state, body.request, "/evaluate", request_id(&headers)).await
 }
 
 /// `POST /v1/evaluate`: `/evaluate`'s answer with `remedy`.
 pub(crate) async fn evaluate_v1(
     State(state): State<AppStateRef>,
+    headers: HeaderMap,
     body: EvaluateBody,
 ) -> Result<Response, ApiError> {
-    evaluate_single(state, body.request, true).await
+    evaluate_single(state, body.request, "/v1/evaluate", request_id(&headers)).await
+}
+
+/// The request's `x-request-id` (set by the router when the client sent
+/// none).
+pub(crate) fn request_id(headers: &HeaderMap) -> Option<String> {
+    headers
+        .get(crate::server::http::REQUEST_ID_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string)
 }
 
 #[derive(Serialize)]
@@ -124,8 +141,10 @@ struct BatchAnswer<'a> {
 /// `POST /evaluate/batch`: one result per item, a decision or that item's error.
 pub(crate) async fn evaluate_batch(
     State(state): State<AppStateRef>,
+    headers: HeaderMap,
     JsonBody(body): JsonBody,
 ) -> Result<Response, ApiError> {
+    let request_id = request_id(&headers);
     let limits = &state.config.limits;
     let (items, normalize) = batch_items(body).map_err(ApiError::bad_request)?;
     let normalize = normalize.unwrap_or(state.config.normalize);
@@ -142,7 +161,11 @@ pub(crate) async fn evaluate_batch(
         .filter_map(|i| i.get("text").and_then(Value::as_str))
         .map(str::len)
         .sum();
-    off_workers(bytes, move || batch_answer(&state, items, normalize)).await
+    let resp = off_workers(bytes, move || {
+        batch_answer(&state, items, normalize, request_id.as_deref())
+    })
+    .await?;
+    settle(resp).await
 }
 
 /// `items` of a batch body (an array), and its `normalize` (every item's
@@ -177,8 +200,10 @@ fn batch_answer(
     state: &crate::server::state::AppState,
     items: Vec<Value>,
     normalize: Normalize,
+    request_id: Option<&str>,
 ) -> Result<Response, ApiError> {
     let generation = serving(state)?;
+    let mut logged = Pending::default();
     let default_pack = state.config.default_pack.as_deref();
     let requests: Vec<Result<EvaluateRequest, ApiError>> = items
         .into_iter()
@@ -202,6 +227,8 @@ fn batch_answer(
                         .evaluator
                         .evaluate_with(&r.text, r.normalize.unwrap_or(normalize));
                     state.metrics.observe_decision(&d);
+                    let at = At::new("/evaluate/batch", request_id, generation.number, pack);
+                    logged.join(state.log_decision(&d, &at, r.text.as_bytes()));
                     BatchResult::Decision(d)
                 }
                 Err(e) => {
@@ -211,12 +238,13 @@ fn batch_answer(
             }
         })
         .collect();
-    json_response_capped(
+    let resp = json_response_capped(
         StatusCode::OK,
         &BatchAnswer {
             generation: generation.number,
             results,
         },
         state.config.limits.max_response_bytes,
-    )
+    )?;
+    Ok(logged.attach(resp))
 }

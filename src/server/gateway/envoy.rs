@@ -10,6 +10,7 @@ use super::{
     abandoned_error, body_error, declared_json, judge_body, violation_body, Judge, PackHeader,
     Verdict, ACTION_HEADER, RECEIPT_HEADER,
 };
+use crate::server::audit::At;
 use crate::server::generation::Generation;
 use crate::server::http::{json_response, ApiError, RawBody};
 use crate::server::state::{AppState, AppStateRef};
@@ -32,20 +33,37 @@ pub(crate) async fn ext_authz(
     let generation = serving(&state)?;
     let bytes = body.len();
     let json = declared_json(headers.get(CONTENT_TYPE).map(HeaderValue::as_bytes));
-    off_workers(bytes, move || {
-        judge(&state, &generation, pack_id.as_deref(), &body, json)
+    let request_id = crate::server::api::evaluate::request_id(&headers);
+    let resp = off_workers(bytes, move || {
+        let exchange = Exchange {
+            pack_id: pack_id.as_deref(),
+            request_id: request_id.as_deref(),
+            declared_json: json,
+        };
+        judge(&state, &generation, &exchange, &body)
     })
-    .await
+    .await?;
+    crate::server::audit::settle(resp).await
+}
+
+/// What an ext_authz call says beside its body.
+struct Exchange<'a> {
+    pack_id: Option<&'a str>,
+    request_id: Option<&'a str>,
+    declared_json: bool,
 }
 
 fn judge(
     state: &AppState,
     generation: &Generation,
-    pack_id: Option<&str>,
+    exchange: &Exchange<'_>,
     body: &[u8],
-    declared_json: bool,
 ) -> Result<Response, ApiError> {
-    let pack = choose(generation, pack_id, state.config.default_pack.as_deref())?;
+    let pack = choose(
+        generation,
+        exchange.pack_id,
+        state.config.default_pack.as_deref(),
+    )?;
     let mut judge = Judge::new(
         &pack.evaluator,
         state.config.normalize,
@@ -55,7 +73,7 @@ fn judge(
         &mut judge,
         body,
         state.config.limits.max_texts,
-        declared_json,
+        exchange.declared_json,
     )
     .map_err(|e| body_error(&e))?;
     if let Verdict::Abandoned = verdict {
@@ -66,12 +84,19 @@ fn judge(
         state.metrics.observe_gateway(EXT_AUTHZ_PREFIX, "allow");
         return Ok(StatusCode::OK.into_response());
     };
+    let at = At::new(
+        EXT_AUTHZ_PREFIX,
+        exchange.request_id,
+        generation.number,
+        pack,
+    );
+    let logged = state.log_decision(d, &at, body);
     if let Verdict::Refuse = verdict {
         state.metrics.observe_gateway(EXT_AUTHZ_PREFIX, "deny");
-        return Ok(noted(
+        return Ok(logged.attach(noted(
             json_response(StatusCode::FORBIDDEN, &violation_body(d)),
             d,
-        ));
+        )));
     }
     state.metrics.observe_gateway(EXT_AUTHZ_PREFIX, "allow");
     let mut resp = StatusCode::OK.into_response();
@@ -80,5 +105,5 @@ fn judge(
             resp.headers_mut().insert(name, v);
         }
     }
-    Ok(noted(resp, d))
+    Ok(logged.attach(noted(resp, d)))
 }

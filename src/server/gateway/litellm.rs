@@ -29,6 +29,7 @@ use super::{abandoned_error, body_error, Judge, Need, PackHeader};
 use crate::engine::{Decision, Evaluator, StreamOptions};
 use crate::json_text::{self, Body};
 use crate::request::{as_object, parse_strict, type_name};
+use crate::server::audit::At;
 use crate::server::generation::Generation;
 use crate::server::http::{json_response_capped, ApiError, JsonBytes};
 use crate::server::metrics::Metrics;
@@ -325,18 +326,21 @@ fn blocked(reason: String) -> Answer {
 pub(crate) async fn guardrail(
     State(state): State<AppStateRef>,
     PackHeader(header_pack): PackHeader,
+    headers: axum::http::HeaderMap,
     JsonBytes(body): JsonBytes,
 ) -> Result<Response, ApiError> {
+    let request_id = crate::server::api::evaluate::request_id(&headers);
     let parsed = parse_strict(&body)
         .map_err(|e| ApiError::bad_request(format!("the body is not valid JSON: {e}")))?;
     let mut call = parse_call(&parsed).map_err(ApiError::bad_request)?;
     drop(parsed);
     call.pack_id = call.pack_id.or(header_pack);
     let generation = serving(&state)?;
-    off_workers(body.len(), move || {
-        respond(&state, &generation, &call, &body)
+    let resp = off_workers(body.len(), move || {
+        respond(&state, &generation, &call, &body, request_id.as_deref())
     })
-    .await
+    .await?;
+    crate::server::audit::settle(resp).await
 }
 
 fn respond(
@@ -344,6 +348,7 @@ fn respond(
     generation: &Generation,
     call: &Call,
     body: &[u8],
+    request_id: Option<&str>,
 ) -> Result<Response, ApiError> {
     let pack = choose(
         generation,
@@ -370,7 +375,10 @@ fn respond(
         state.config.limits.max_response_bytes,
     )?;
     Ok(match &deciding {
-        Some(d) => noted(resp, d),
+        Some(d) => {
+            let at = At::new(LITELLM_ROUTE, request_id, generation.number, pack);
+            state.log_decision(d, &at, body).attach(noted(resp, d))
+        }
         None => resp,
     })
 }

@@ -53,7 +53,8 @@ pub fn status_of(name: ErrorName) -> StatusCode {
         | ErrorName::PackIntegrityError
         | ErrorName::PackSignatureError
         | ErrorName::ConfigError
-        | ErrorName::IoError => StatusCode::INTERNAL_SERVER_ERROR,
+        | ErrorName::IoError
+        | ErrorName::DecisionLogError => StatusCode::INTERNAL_SERVER_ERROR,
     }
 }
 

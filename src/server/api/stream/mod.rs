@@ -27,6 +27,7 @@ pub(crate) mod registry;
 
 use crate::engine::{Decision, Normalize, OwnedStreamSession, Releases, Severity, StreamOptions};
 use crate::request::type_name;
+use crate::server::audit::At;
 use crate::server::http::{ApiError, CloseConnection, EvaluateBody};
 use crate::server::state::{AppState, AppStateRef};
 use crate::server::work::{choose, serving, Slot};
@@ -149,6 +150,7 @@ pub(crate) async fn evaluate_stream(
     State(state): State<AppStateRef>,
     slot: Option<Extension<Slot>>,
     closer: Option<Extension<CloseConnection>>,
+    headers: axum::http::HeaderMap,
     body: EvaluateBody,
 ) -> Result<Response, ApiError> {
     let normalize = body.request.normalize.unwrap_or(state.config.normalize);
@@ -184,6 +186,11 @@ pub(crate) async fn evaluate_stream(
         session: Some(pack.evaluator.stream_owned(request.opts)),
         pack_id: pack.pack_id.clone(),
         generation: generation.number,
+        logged: LogContext {
+            request_id: crate::server::api::evaluate::request_id(&headers),
+            pack_sha256: pack.file_sha256.clone(),
+            payload_hmac: state.payload_hmac(text.as_bytes()),
+        },
         text,
         at: 0,
         consumed: 0,
@@ -278,6 +285,14 @@ impl Drop for Ticket {
     }
 }
 
+/// A stream's decision log context, taken when it starts (its text is
+/// gone by the time it decides).
+struct LogContext {
+    request_id: Option<String>,
+    pack_sha256: String,
+    payload_hmac: Option<String>,
+}
+
 /// One stream's session and what it still has to push, between the
 /// bursts of work of [`Job::burst`].
 struct Job {
@@ -285,6 +300,8 @@ struct Job {
     session: Option<OwnedStreamSession>,
     pack_id: String,
     generation: u64,
+    /// What the decision's log line says beside the decision.
+    logged: LogContext,
     text: String,
     /// Byte offset of the next piece in `text`.
     at: usize,
@@ -445,6 +462,14 @@ impl Job {
         self.at = 0;
         let decision = session.decision()?;
         self.state.metrics.observe_decision(&decision);
+        let at = At {
+            route: "/v1/evaluate/stream",
+            request_id: self.logged.request_id.as_deref(),
+            generation: self.generation,
+            pack_sha256: &self.logged.pack_sha256,
+        };
+        self.state
+            .log_decision_after(&decision, &at, self.logged.payload_hmac.take());
         self.state
             .metrics
             .observe_stream_session(&self.pack_id, session.blocked().is_some());

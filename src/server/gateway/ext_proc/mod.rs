@@ -29,6 +29,7 @@ use super::{
     Verdict as BodyVerdict, ACTION_HEADER, PACK_HEADER, RECEIPT_HEADER,
 };
 use crate::engine::{Evaluator, StreamOptions};
+use crate::server::audit::At;
 use crate::server::auth::API_KEY_HEADER;
 use crate::server::generation::Generation;
 use crate::server::http::{compressed_reply, compressed_request, content_coding, ApiError};
@@ -347,6 +348,10 @@ pub struct Exchange {
     /// Whether each body, by its `content-type`, must be strict JSON when
     /// it starts like JSON ([`declared_json`]): request, reply.
     declared_json: [bool; 2],
+    /// What the decision log says of the exchange: its `x-request-id` and
+    /// its pack's file digest (set with the pack).
+    request_id: Option<String>,
+    pack_sha256: String,
 }
 
 impl std::fmt::Debug for Exchange {
@@ -403,6 +408,8 @@ impl Exchange {
             reply: Reply::Pending,
             closed: false,
             declared_json: [true, true],
+            request_id: None,
+            pack_sha256: String::new(),
         }
     }
 
@@ -473,6 +480,8 @@ impl Exchange {
             self.state.config.default_pack.as_deref(),
         )?;
         self.ev = Some(Arc::clone(&pack.evaluator));
+        self.pack_sha256.clone_from(&pack.file_sha256);
+        self.request_id = headers.and_then(|h| header(h, "x-request-id"));
         self.generation = Some(generation);
         Ok(())
     }
@@ -718,10 +727,20 @@ impl Exchange {
             std::mem::take(&mut whole.bytes)
         };
         let mut noted = None;
+        let at = At {
+            route: if dir == Direction::Reply {
+                "ext_proc.reply"
+            } else {
+                "ext_proc.request"
+            },
+            request_id: self.request_id.as_deref(),
+            generation: self.generation.as_ref().map_or(0, |g| g.number),
+            pack_sha256: &self.pack_sha256,
+        };
         let verdict = match self.ev() {
             Some(ev) => {
                 let json = self.declared_json[usize::from(dir == Direction::Reply)];
-                judge(&self.state, ev, &body, json, &mut noted)
+                judge(&self.state, ev, &body, json, &mut noted, &at)
             }
             None => Verdict::Pass,
         };
@@ -787,6 +806,7 @@ fn judge(
     body: &[u8],
     declared_json: bool,
     noted: &mut Option<Noted>,
+    at: &At<'_>,
 ) -> Verdict {
     let mut judge = Judge::new(ev, state.config.normalize, Some(&state.metrics));
     let verdict = judge_body(
@@ -796,6 +816,8 @@ fn judge(
         declared_json,
     );
     if let Some(d) = judge.deciding() {
+        // A gRPC answer is not held for the line: it is written in order.
+        state.log_decision_after(d, at, state.payload_hmac(body));
         *noted = Some(Noted {
             action: d.action.to_string(),
             receipt: d.receipt_hash.clone(),
