@@ -1,1 +1,0 @@
-{"format":"helixor.pack_signature.v1","key_id":"fuzz-signer","pack_id":"custom.fuzz_signed.v1","pack_sha256":"ef6ff72621d8f7e9d013b726df79c86729d84c833d083fd820769d8057192b40","sequence":1,"signature":"Lu1Kbr/CQ6IQSNmgHJ9kG2Jal3yUz3/f7PiHKE88TxNJSfk4DQ3NhY1uiOTNp9wb2t5xPhuv+UWMHoTXKJjJBw==","signed_at":"2027-01-15T08:00:00Z"}
