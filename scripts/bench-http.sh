@@ -4,12 +4,16 @@
 #   1. requests/s of GET /healthz and of POST /evaluate (~300-byte prompt), and their ratio;
 #   2. p50/p99 latency of /evaluate at about half the maximum rate;
 #   3. resident memory after start-up and after 1,000 reloads that swap packs;
-#   4. non-2xx answers and socket errors during 100 reloads under load.
+#   4. non-2xx answers and socket errors during 100 reloads under load;
+#   5. /evaluate with the decision log (SPEC §19: signed checkpoints, payload
+#      HMAC) on against off, in alternating runs on two servers: req/s, p99,
+#      their ratio, and the lines written.
 # Every request goes to 127.0.0.1; every loop is bounded. Usage:
-#   scripts/bench-http.sh [SECONDS_PER_RUN]   (default 10)
+#   scripts/bench-http.sh [SECONDS_PER_RUN] [log]   (default 10; `log`: part 5 only)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-10}
+only=${2:-}
 command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk; }
 cargo build --release --locked --bin helixor-pack >/dev/null 2>&1
 bin=$PWD/target/release/helixor-pack
@@ -67,6 +71,44 @@ echo "prompt bytes: ${#prompt}"
 curl -s -X POST -H 'content-type: application/json' -d "$body" "$url/evaluate" | head -c 200; echo
 rss_start=$(rss)
 
+# 5. The decision log: a second server on the same deployment writes one
+# line per decision; off and on alternate so that the machine's drift hits
+# both alike.
+decision_log() {
+  "$bin" license keygen --key-id bench-log --out "$work/logkeys" >/dev/null
+  head -c 32 /dev/urandom > "$work/logkeys/hmac.key"
+  sed 's/^log: .*/log: {level: warn}/' "$work/helixor.yaml" > "$work/logged.yaml"
+  cat >> "$work/logged.yaml" <<YAML
+decision_log:
+  path: $work/audit/decisions.jsonl
+  signing_key: $work/logkeys/bench-log.key
+  hmac_key_file: $work/logkeys/hmac.key
+YAML
+  "$bin" serve --config "$work/logged.yaml" > "$work/stdout2" 2> "$work/stderr2" &
+  log_pid=$!
+  for _ in $(seq 100); do grep -q '^listening on' "$work/stdout2" 2>/dev/null && break; sleep 0.1; done
+  url2=http://$(sed -n 's/^listening on //p' "$work/stdout2")
+  wrk -t1 -c16 -d2s -s "$work/post.lua" "$url2/evaluate" >/dev/null
+  local round which u run rps p99
+  for round in 1 2 3; do
+    for which in off on; do
+      u=$url; [ "$which" = on ] && u=$url2
+      run=$(wrk -t1 -c32 -d"${secs}s" --latency -s "$work/post.lua" "$u/evaluate")
+      rps=$(echo "$run" | awk '/Requests\/sec/ {print $2}')
+      p99=$(echo "$run" | awk '/ 99%/ {print $2}')
+      echo "decision log $which, round $round: $rps req/s, p99 $p99"
+      echo "$which $rps" >> "$work/logruns"
+    done
+  done
+  awk '{s[$1] += $2; n[$1]++} END {printf "decision log on/off throughput: %.2f (mean of %d rounds each)\n", (s["on"]/n["on"]) / (s["off"]/n["off"]), n["on"]}' "$work/logruns"
+  kill -TERM "$log_pid"; wait "$log_pid" || true
+  echo "lines written: $(wc -l < "$work/audit/decisions.jsonl"); $("$bin" log verify "$work/audit/decisions.jsonl" --checkpoint "$work/audit/decisions.jsonl.checkpoint" --key "$work/logkeys/bench-log.pub" | tail -1)"
+}
+if [ "$only" = log ]; then
+  decision_log
+  exit 0
+fi
+
 # Warm up, then one run each for the maximum rates.
 wrk -t1 -c16 -d2s "$url/healthz" >/dev/null
 wrk -t1 -c16 -d2s -s "$work/post.lua" "$url/evaluate" >/dev/null
@@ -122,3 +164,4 @@ total=$(awk '/requests in/ {print $1}' "$work/underload")
 non2xx=$(awk '/Non-2xx/ {print $5}' "$work/underload"); non2xx=${non2xx:-0}
 sockerr=$(awk '/Socket errors/ {print $0}' "$work/underload"); sockerr=${sockerr:-none}
 echo "during 100 reloads: $total requests, non-2xx: $non2xx, socket errors: $sockerr"
+decision_log

@@ -489,6 +489,7 @@ fn jsonl_request(line: &[u8]) -> Result<EvaluateRequest, String> {
             text,
             pack_id: None,
             normalize: None,
+            monitor: false,
         }),
         Value::Object(mut obj) => EvaluateRequest::take_from(&mut obj),
         _ => Err("line is neither a JSON string nor an object with `text`".into()),

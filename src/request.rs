@@ -22,6 +22,8 @@ pub struct EvaluateRequest {
     pub pack_id: Option<String>,
     /// How to match ([§15](docs/evasion.md#s15)); `None`: the caller's default (`engine.normalize`).
     pub normalize: Option<Normalize>,
+    /// `"mode": "monitor"` ([§19](docs/guides/auditing.md#s19)): decide and log, but permit.
+    pub monitor: bool,
 }
 
 impl fmt::Debug for EvaluateRequest {
@@ -30,6 +32,7 @@ impl fmt::Debug for EvaluateRequest {
             .field("text", &crate::redacted::Redacted::of(&self.text))
             .field("pack_id", &self.pack_id)
             .field("normalize", &self.normalize)
+            .field("monitor", &self.monitor)
             .finish()
     }
 }
@@ -51,10 +54,12 @@ impl EvaluateRequest {
         };
         let pack_id = optional_string(obj.remove("pack_id"), "pack_id")?;
         let normalize = optional_normalize(obj.remove("normalize"))?;
+        let monitor = optional_monitor(obj.remove("mode"))?.unwrap_or(false);
         Ok(Self {
             text,
             pack_id,
             normalize,
+            monitor,
         })
     }
 }
@@ -135,6 +140,17 @@ pub fn optional_normalize(value: Option<Value>) -> Result<Option<Normalize>, Str
             .parse()
             .map(Some)
             .map_err(|_| "`normalize` must be \"none\" or \"evasion\"".to_string()),
+    }
+}
+
+/// An optional `mode` field ([§19](docs/guides/auditing.md#s19)): `Some(true)` for
+/// `"monitor"`, `Some(false)` for `"enforce"`, absent or `null` is `None`.
+pub fn optional_monitor(value: Option<Value>) -> Result<Option<bool>, String> {
+    match optional_string(value, "mode")?.as_deref() {
+        None => Ok(None),
+        Some("monitor") => Ok(Some(true)),
+        Some("enforce") => Ok(Some(false)),
+        Some(_) => Err("`mode` must be \"enforce\" or \"monitor\"".into()),
     }
 }
 
@@ -259,6 +275,7 @@ mod tests {
                 text: "a".into(),
                 pack_id: Some("p".into()),
                 normalize: None,
+                monitor: false,
             })
         );
         let r = parse_evaluate_body(br#"{"text":"a","normalize":"evasion"}"#).ok();

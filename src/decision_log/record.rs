@@ -51,6 +51,10 @@ pub struct Record {
     /// without a key.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub payload_hmac: Option<String>,
+    /// `true` when the decision was made in monitor mode (answered as a
+    /// permit); absent otherwise.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub monitored: bool,
 }
 
 impl Record {
@@ -80,6 +84,7 @@ impl Record {
             receipt_hash: decision.receipt_hash.clone(),
             latency_us: decision.latency_us,
             payload_hmac,
+            monitored: at.monitored,
         }
     }
 
@@ -103,6 +108,8 @@ pub struct Decided<'a> {
     pub pack_sha256: &'a str,
     /// RFC 3339 UTC time of the decision.
     pub time: String,
+    /// Made in monitor mode.
+    pub monitored: bool,
 }
 
 /// The current time as a log line writes it.

@@ -106,6 +106,7 @@ impl ServedLog {
                 generation: at.generation,
                 pack_sha256: at.pack_sha256,
                 time: now_rfc3339(),
+                monitored: at.monitored,
             },
             payload_hmac,
         );
@@ -145,6 +146,8 @@ pub(crate) struct At<'a> {
     pub(crate) generation: u64,
     /// Hex SHA-256 of the deciding pack's file.
     pub(crate) pack_sha256: &'a str,
+    /// Made in monitor mode.
+    pub(crate) monitored: bool,
 }
 
 impl<'a> At<'a> {
@@ -160,7 +163,13 @@ impl<'a> At<'a> {
             request_id,
             generation,
             pack_sha256: &pack.file_sha256,
+            monitored: false,
         }
+    }
+
+    /// The same place, in monitor mode or not.
+    pub(crate) fn monitored(self, monitored: bool) -> Self {
+        Self { monitored, ..self }
     }
 }
 

@@ -22,6 +22,8 @@ enum Kind {
     Path,
     Bool,
     Uint,
+    /// A list of strings (a comma-separated variable).
+    List,
 }
 
 impl Kind {
@@ -31,6 +33,7 @@ impl Kind {
             Self::Path => "a path (string)",
             Self::Bool => "a boolean",
             Self::Uint => "a non-negative integer",
+            Self::List => "a list of strings",
         }
     }
 }
@@ -44,6 +47,7 @@ const KEYS: &[(&str, Kind)] = &[
     ("pack_signers", Kind::Path),
     ("require_pack_signatures", Kind::Bool),
     ("default_pack", Kind::Str),
+    ("monitor_packs", Kind::List),
     ("reload.watch", Kind::Bool),
     ("reload.debounce_ms", Kind::Uint),
     ("reload.rescan_interval_s", Kind::Uint),
@@ -109,6 +113,7 @@ enum Raw {
     Path(PathBuf),
     Bool(bool),
     Uint(u64),
+    List(Vec<String>),
 }
 
 /// Log line format.
@@ -202,6 +207,9 @@ pub struct Config {
     pub require_pack_signatures: bool,
     /// Pack used when a request names none and several are loaded.
     pub default_pack: Option<String>,
+    /// Packs whose decisions are made and logged but never enforced
+    /// ([§19](docs/guides/auditing.md#s19) monitor mode).
+    pub monitor_packs: Vec<String>,
     /// Hot reload.
     pub reload: ReloadConfig,
     /// Request limits.
@@ -266,6 +274,7 @@ impl Config {
             pack_signers: None,
             require_pack_signatures: false,
             default_pack: None,
+            monitor_packs: Vec::new(),
             reload: ReloadConfig {
                 watch: true,
                 debounce_ms: 500,
@@ -376,6 +385,12 @@ fn yaml_value(
         }
         (Kind::Bool, Value::Bool(b)) => Raw::Bool(*b),
         (Kind::Uint, Value::Number(n)) => Raw::Uint(n.as_u64().ok_or_else(wrong)?),
+        (Kind::List, Value::Sequence(items)) => Raw::List(
+            items
+                .iter()
+                .map(|i| i.as_str().map(str::to_string).ok_or_else(wrong))
+                .collect::<Result<_, _>>()?,
+        ),
         _ => return Err(wrong()),
     }))
 }
@@ -485,6 +500,14 @@ fn parse_env(key: &str, kind: Kind, var: &str, value: &str) -> Result<Raw, Error
             _ => return Err(wrong()),
         },
         Kind::Uint => Raw::Uint(value.trim().parse().map_err(|_| wrong())?),
+        Kind::List => Raw::List(
+            value
+                .split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(str::to_string)
+                .collect(),
+        ),
     })
 }
 
@@ -584,6 +607,9 @@ fn build(m: &BTreeMap<&'static str, Raw>) -> Result<Config, Error> {
     }
     c.tokens_file = path("auth.tokens_file");
     c.default_pack = string("default_pack").filter(|s| !s.is_empty());
+    if let Some(Raw::List(packs)) = m.get("monitor_packs") {
+        c.monitor_packs.clone_from(packs);
+    }
     if let Some(Raw::Bool(b)) = m.get("reload.watch") {
         c.reload.watch = *b;
     }

@@ -37,6 +37,7 @@ pub struct Metrics {
     gateway_answers: IntCounterVec,
     signature_failures: IntCounterVec,
     decision_log_lines: prometheus::IntCounter,
+    monitored: IntCounterVec,
     decision_log_errors: IntCounterVec,
 }
 
@@ -230,6 +231,16 @@ impl Metrics {
                 ),
             )?,
             signature_failures,
+            monitored: register(
+                &r,
+                IntCounterVec::new(
+                    Opts::new(
+                        "helixor_monitored_decisions_total",
+                        "Decisions made in monitor mode (SPEC §19), answered as permits, by pack and the action decided.",
+                    ),
+                    &["pack_id", "action"],
+                ),
+            )?,
             decision_log_lines: register(
                 &r,
                 prometheus::IntCounter::new(
@@ -278,6 +289,14 @@ impl Metrics {
             self.normalized.with_label_values(&[d.pack_id]).inc();
         }
         self.evaluation_duration.observe(d.latency_us / 1e6);
+    }
+
+    /// Counts one decision made in monitor mode (also counted as a
+    /// decision, with the action decided).
+    pub fn observe_monitored(&self, d: &Decision<'_>) {
+        self.monitored
+            .with_label_values(&[d.pack_id, d.action])
+            .inc();
     }
 
     /// Counts one line handed to the decision log.

@@ -34,6 +34,7 @@ pub mod generation;
 pub mod healthcheck;
 pub(crate) mod http;
 pub mod metrics;
+pub(crate) mod monitor;
 pub mod reload;
 pub mod routes;
 mod state;

@@ -430,3 +430,135 @@ fn streams_and_gateways_write_their_decisions_too() {
     assert_eq!(code, 0, "{err}");
     assert!(out.contains(": 3 entries"), "{out}");
 }
+
+#[test]
+fn monitor_mode_decides_and_logs_but_permits() {
+    let s = setup("");
+    let ids = "custom.test_ids.v1";
+    let cfg = std::fs::read_to_string(&s.cfg).unwrap();
+    std::fs::write(
+        &s.cfg,
+        format!("default_pack: {PII}\nmonitor_packs: [{PII}]\n{cfg}"),
+    )
+    .unwrap();
+    let mut server = Server::start(&s.cfg, s.dir.parent().unwrap());
+    let permit = |text: &str, pack: &str, monitored: Value| {
+        json!({"action": "permit_clean_payload", "severity": null, "reason": null,
+            "clean_text": text, "triggers": [], "invariants_passed": true, "pack_id": pack,
+            "pack_version": "1.0.0", "generation": 1, "monitored": monitored})
+    };
+    let strip = |mut v: Value| {
+        let o = v.as_object_mut().unwrap();
+        o.remove("latency_us");
+        o.remove("receipt_hash");
+        v
+    };
+    // A pack in monitor_packs: monitored on every route.
+    let a = server.post("/evaluate", &json!({"text": SSN_TEXT}).to_string());
+    assert_eq!(
+        strip(a.json()),
+        permit(
+            SSN_TEXT,
+            PII,
+            json!({"action": "block_glba_ssn_leakage", "severity": "FATAL", "rule_ids": ["RULE-GLBA-SSN-BLOCK"]})
+        )
+    );
+    let litellm = server.post(
+        "/beta/litellm_basic_guardrail_api",
+        &json!({"input_type": "request", "texts": [SSN_TEXT]}).to_string(),
+    );
+    assert_eq!(litellm.json(), json!({"action": "NONE"}));
+    let authz = crate::support::server::request(
+        server.addr,
+        "POST",
+        "/envoy/ext_authz/v1/chat/completions",
+        Some(&json!({"messages": [{"role": "user", "content": SSN_TEXT}]}).to_string()),
+    )
+    .unwrap();
+    assert_eq!(authz.status, 200);
+    // Another pack: enforced, unless the request asks for monitor mode.
+    let ticket = "See TCK-123456";
+    let enforced = server.post(
+        "/evaluate",
+        &json!({"text": ticket, "pack_id": ids}).to_string(),
+    );
+    assert_eq!(enforced.json()["clean_text"], "See [REDACTED_TICKET_ID]");
+    let asked = server.post(
+        "/evaluate",
+        &json!({"text": ticket, "pack_id": ids, "mode": "monitor"}).to_string(),
+    );
+    assert_eq!(
+        strip(asked.json()),
+        permit(
+            ticket,
+            ids,
+            json!({"action": "redact_ticket_id", "severity": "WARNING", "rule_ids": ["ticket_id"]})
+        )
+    );
+    let batch = server.post(
+        "/evaluate/batch",
+        &json!({"mode": "monitor", "items": [{"text": ticket, "pack_id": ids}]}).to_string(),
+    );
+    assert_eq!(batch.json()["results"][0]["clean_text"], ticket);
+    assert_eq!(
+        batch.json()["results"][0]["monitored"]["action"],
+        "redact_ticket_id"
+    );
+    // Bad modes, and streams, which are always enforced.
+    let bad = server.post(
+        "/evaluate",
+        &json!({"text": "x", "mode": "shadow"}).to_string(),
+    );
+    assert_eq!(bad.status, 400);
+    assert_eq!(
+        bad.json()["message"],
+        "`mode` must be \"enforce\" or \"monitor\""
+    );
+    let stream = server.post(
+        "/v1/evaluate/stream",
+        &json!({"text": "x", "pack_id": ids, "mode": "monitor"}).to_string(),
+    );
+    assert_eq!(stream.status, 400);
+    let metrics = server.get("/metrics").body;
+    assert!(
+        metrics.contains(&format!(
+        "helixor_monitored_decisions_total{{action=\"block_glba_ssn_leakage\",pack_id=\"{PII}\"}} 3"
+    )),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains(&format!(
+            "helixor_monitored_decisions_total{{action=\"redact_ticket_id\",pack_id=\"{ids}\"}} 2"
+        )),
+        "{metrics}"
+    );
+    server.signal("TERM");
+    assert_eq!(server.wait_exit(Duration::from_secs(20)), Some(0));
+    // The log holds what was decided, marked as monitored.
+    let l = lines(&s.log);
+    let got: Vec<(&str, &str, bool)> = l
+        .iter()
+        .map(|v| {
+            (
+                v["route"].as_str().unwrap(),
+                v["action"].as_str().unwrap(),
+                v["monitored"].as_bool().unwrap_or(false),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("/evaluate", "block_glba_ssn_leakage", true),
+            (
+                "/beta/litellm_basic_guardrail_api",
+                "block_glba_ssn_leakage",
+                true
+            ),
+            ("/envoy/ext_authz", "block_glba_ssn_leakage", true),
+            ("/evaluate", "redact_ticket_id", false),
+            ("/evaluate", "redact_ticket_id", true),
+            ("/evaluate/batch", "redact_ticket_id", true),
+        ]
+    );
+}

@@ -7,9 +7,12 @@
 use crate::builtins::CODONS;
 use crate::engine::{Decision, Normalize, Source};
 use crate::error::ErrorName;
-use crate::request::{not_an_object, optional_normalize, type_name, EvaluateRequest};
+use crate::request::{
+    not_an_object, optional_monitor, optional_normalize, type_name, EvaluateRequest,
+};
 use crate::server::audit::{settle, At, Pending};
 use crate::server::http::{json_response_capped, ApiError, EvaluateBody, JsonBody};
+use crate::server::monitor::{is_monitored, permit_view, Monitored};
 use crate::server::state::AppStateRef;
 use crate::server::work::{abandoned, choose, noted, off_workers, serving};
 use axum::extract::State;
@@ -57,6 +60,8 @@ struct SingleAnswer<'a> {
     generation: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     remedy: Option<Remedy<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    monitored: Option<Monitored<'a>>,
 }
 
 async fn evaluate_single(
@@ -77,12 +82,22 @@ async fn evaluate_single(
         let normalize = request.normalize.unwrap_or(state.config.normalize);
         let decision = pack.evaluator.evaluate_with(&request.text, normalize);
         state.metrics.observe_decision(&decision);
-        let at = At::new(route, request_id.as_deref(), generation.number, pack);
+        let monitor = is_monitored(&state, &pack.pack_id, request.monitor);
+        let at = At::new(route, request_id.as_deref(), generation.number, pack).monitored(monitor);
         let logged = state.log_decision(&decision, &at, request.text.as_bytes());
+        let (shown, monitored) = if monitor {
+            state.metrics.observe_monitored(&decision);
+            let (view, m) = permit_view(&decision, &request.text);
+            (view, Some(m))
+        } else {
+            (decision, None)
+        };
+        let decision = shown;
         let answer = SingleAnswer {
             decision: &decision,
             generation: generation.number,
             remedy: with_remedy.then(|| remedy(&decision)),
+            monitored,
         };
         let max = state.config.limits.max_response_bytes;
         Ok(logged.attach(noted(
@@ -124,7 +139,12 @@ pub(crate) fn request_id(headers: &HeaderMap) -> Option<String> {
 #[derive(Serialize)]
 #[serde(untagged)]
 enum BatchResult<'a> {
-    Decision(Decision<'a>),
+    Decision {
+        #[serde(flatten)]
+        decision: Decision<'a>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        monitored: Option<Monitored<'a>>,
+    },
     Error {
         error: &'static str,
         message: String,
@@ -146,7 +166,7 @@ pub(crate) async fn evaluate_batch(
 ) -> Result<Response, ApiError> {
     let request_id = request_id(&headers);
     let limits = &state.config.limits;
-    let (items, normalize) = batch_items(body).map_err(ApiError::bad_request)?;
+    let (items, normalize, monitor_all) = batch_items(body).map_err(ApiError::bad_request)?;
     let normalize = normalize.unwrap_or(state.config.normalize);
     if items.len() > limits.max_batch_items {
         return Err(ApiError::bad_request(format!(
@@ -162,22 +182,28 @@ pub(crate) async fn evaluate_batch(
         .map(str::len)
         .sum();
     let resp = off_workers(bytes, move || {
-        batch_answer(&state, items, normalize, request_id.as_deref())
+        let opts = BatchOptions {
+            normalize,
+            monitor_all,
+            request_id: request_id.as_deref(),
+        };
+        batch_answer(&state, items, &opts)
     })
     .await?;
     settle(resp).await
 }
 
-/// `items` of a batch body (an array), and its `normalize` (every item's
-/// default, [§15](docs/evasion.md#s15)).
-fn batch_items(body: Value) -> Result<(Vec<Value>, Option<Normalize>), String> {
+/// `items` of a batch body (an array), its `normalize` (every item's
+/// default, [§15](docs/evasion.md#s15)) and whether its `mode` is `monitor` (for every item).
+fn batch_items(body: Value) -> Result<(Vec<Value>, Option<Normalize>, bool), String> {
     let mut obj = match body {
         Value::Object(obj) => obj,
         other => return Err(not_an_object(&other, "the body")),
     };
     let normalize = optional_normalize(obj.remove("normalize"))?;
+    let monitor = optional_monitor(obj.remove("mode"))?.unwrap_or(false);
     match obj.remove("items") {
-        Some(Value::Array(items)) => Ok((items, normalize)),
+        Some(Value::Array(items)) => Ok((items, normalize, monitor)),
         Some(other) => Err(format!(
             "`items` must be an array, not {}",
             type_name(&other)
@@ -195,13 +221,20 @@ fn batch_item(i: usize, item: Value) -> Result<EvaluateRequest, ApiError> {
     taken.map_err(|m| ApiError::bad_request(format!("items[{i}]: {m}")))
 }
 
+/// What a batch says for all of its items.
+struct BatchOptions<'a> {
+    normalize: Normalize,
+    monitor_all: bool,
+    request_id: Option<&'a str>,
+}
+
 /// The answer to a batch whose items were checked (not too many).
 fn batch_answer(
     state: &crate::server::state::AppState,
     items: Vec<Value>,
-    normalize: Normalize,
-    request_id: Option<&str>,
+    opts: &BatchOptions<'_>,
 ) -> Result<Response, ApiError> {
+    let (normalize, monitor_all, request_id) = (opts.normalize, opts.monitor_all, opts.request_id);
     let generation = serving(state)?;
     let mut logged = Pending::default();
     let default_pack = state.config.default_pack.as_deref();
@@ -227,9 +260,23 @@ fn batch_answer(
                         .evaluator
                         .evaluate_with(&r.text, r.normalize.unwrap_or(normalize));
                     state.metrics.observe_decision(&d);
-                    let at = At::new("/evaluate/batch", request_id, generation.number, pack);
+                    let monitor = is_monitored(state, &pack.pack_id, r.monitor || monitor_all);
+                    let at = At::new("/evaluate/batch", request_id, generation.number, pack)
+                        .monitored(monitor);
                     logged.join(state.log_decision(&d, &at, r.text.as_bytes()));
-                    BatchResult::Decision(d)
+                    if monitor {
+                        state.metrics.observe_monitored(&d);
+                        let (view, m) = permit_view(&d, &r.text);
+                        BatchResult::Decision {
+                            decision: view,
+                            monitored: Some(m),
+                        }
+                    } else {
+                        BatchResult::Decision {
+                            decision: d,
+                            monitored: None,
+                        }
+                    }
                 }
                 Err(e) => {
                     let (error, message) = e.into_parts();

@@ -84,13 +84,21 @@ fn judge(
         state.metrics.observe_gateway(EXT_AUTHZ_PREFIX, "allow");
         return Ok(StatusCode::OK.into_response());
     };
+    let monitor = crate::server::monitor::is_monitored(state, &pack.pack_id, false);
     let at = At::new(
         EXT_AUTHZ_PREFIX,
         exchange.request_id,
         generation.number,
         pack,
-    );
+    )
+    .monitored(monitor);
     let logged = state.log_decision(d, &at, body);
+    if monitor {
+        // Decided and logged, never enforced: the request goes on.
+        state.metrics.observe_monitored(d);
+        state.metrics.observe_gateway(EXT_AUTHZ_PREFIX, "allow");
+        return Ok(logged.attach(StatusCode::OK.into_response()));
+    }
     if let Verdict::Refuse = verdict {
         state.metrics.observe_gateway(EXT_AUTHZ_PREFIX, "deny");
         return Ok(logged.attach(noted(

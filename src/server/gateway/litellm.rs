@@ -360,7 +360,7 @@ fn respond(
         normalize: state.config.normalize,
         ..StreamOptions::default()
     };
-    let (answer, deciding) = judge(
+    let (mut answer, deciding) = judge(
         &pack.evaluator,
         Some(&state.metrics),
         body,
@@ -368,6 +368,18 @@ fn respond(
         opts,
         state.config.limits.max_texts,
     )?;
+    let monitor = crate::server::monitor::is_monitored(state, &pack.pack_id, false);
+    if monitor {
+        // Decided and logged, never enforced: the call goes on as sent.
+        answer = Answer {
+            action: NONE,
+            blocked_reason: None,
+            texts: None,
+            stream_holdback_chars: None,
+            structured_messages: None,
+            tools: None,
+        };
+    }
     state.metrics.observe_gateway(LITELLM_ROUTE, answer.action);
     let resp = json_response_capped(
         StatusCode::OK,
@@ -376,7 +388,10 @@ fn respond(
     )?;
     Ok(match &deciding {
         Some(d) => {
-            let at = At::new(LITELLM_ROUTE, request_id, generation.number, pack);
+            if monitor {
+                state.metrics.observe_monitored(d);
+            }
+            let at = At::new(LITELLM_ROUTE, request_id, generation.number, pack).monitored(monitor);
             state.log_decision(d, &at, body).attach(noted(resp, d))
         }
         None => resp,

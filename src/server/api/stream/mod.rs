@@ -153,6 +153,11 @@ pub(crate) async fn evaluate_stream(
     headers: axum::http::HeaderMap,
     body: EvaluateBody,
 ) -> Result<Response, ApiError> {
+    if body.request.monitor {
+        return Err(ApiError::bad_request(
+            "`mode` \"monitor\" is not available on streams: a stream is always enforced",
+        ));
+    }
     let normalize = body.request.normalize.unwrap_or(state.config.normalize);
     let mut request = stream_request(&body.rest, state.config.max_holdback_chars, normalize)
         .map_err(ApiError::bad_request)?;
@@ -467,6 +472,7 @@ impl Job {
             request_id: self.logged.request_id.as_deref(),
             generation: self.generation,
             pack_sha256: &self.logged.pack_sha256,
+            monitored: false,
         };
         self.state
             .log_decision_after(&decision, &at, self.logged.payload_hmac.take());

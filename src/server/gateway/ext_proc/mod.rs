@@ -352,6 +352,8 @@ pub struct Exchange {
     /// its pack's file digest (set with the pack).
     request_id: Option<String>,
     pack_sha256: String,
+    /// The pack is in `monitor_packs`: bodies pass unchanged.
+    monitored: bool,
 }
 
 impl std::fmt::Debug for Exchange {
@@ -410,6 +412,7 @@ impl Exchange {
             declared_json: [true, true],
             request_id: None,
             pack_sha256: String::new(),
+            monitored: false,
         }
     }
 
@@ -481,6 +484,7 @@ impl Exchange {
         )?;
         self.ev = Some(Arc::clone(&pack.evaluator));
         self.pack_sha256.clone_from(&pack.file_sha256);
+        self.monitored = crate::server::monitor::is_monitored(&self.state, &pack.pack_id, false);
         self.request_id = headers.and_then(|h| header(h, "x-request-id"));
         self.generation = Some(generation);
         Ok(())
@@ -736,6 +740,7 @@ impl Exchange {
             request_id: self.request_id.as_deref(),
             generation: self.generation.as_ref().map_or(0, |g| g.number),
             pack_sha256: &self.pack_sha256,
+            monitored: self.monitored,
         };
         let verdict = match self.ev() {
             Some(ev) => {
@@ -743,6 +748,14 @@ impl Exchange {
                 judge(&self.state, ev, &body, json, &mut noted, &at)
             }
             None => Verdict::Pass,
+        };
+        // Monitor mode: decided and logged, never enforced.
+        let verdict = match verdict {
+            Verdict::Replace(_) | Verdict::Refuse(_) if self.monitored => {
+                noted = None;
+                Verdict::Pass
+            }
+            other => other,
         };
         // Request headers can still change in buffered mode only.
         let note = |mut a: ProcessingResponse| {
@@ -816,6 +829,9 @@ fn judge(
         declared_json,
     );
     if let Some(d) = judge.deciding() {
+        if at.monitored {
+            state.metrics.observe_monitored(d);
+        }
         // A gRPC answer is not held for the line: it is written in order.
         state.log_decision_after(d, at, state.payload_hmac(body));
         *noted = Some(Noted {
