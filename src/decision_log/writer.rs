@@ -19,6 +19,10 @@ use tokio::sync::oneshot;
 
 /// Most lines the writer takes off the queue before it flushes.
 const BATCH: usize = 1024;
+/// How long the writer lets lines gather after a small batch. While it
+/// waits, handing it a line is a push onto the queue: no wake-up, no
+/// system call per line. A line an answer waits for wakes it at once.
+const GATHER: Duration = Duration::from_millis(2);
 
 /// How the writer runs.
 pub struct Settings {
@@ -57,6 +61,8 @@ enum Job {
 /// The handle evaluations log through (cheap to share).
 pub struct DecisionLog {
     tx: SyncSender<Job>,
+    /// The writer thread, woken for a line an answer waits for.
+    writer: std::thread::Thread,
     on_error: Arc<dyn Fn(&'static str) + Send + Sync>,
 }
 
@@ -116,11 +122,15 @@ impl DecisionLog {
             settings,
         };
         w.checkpoint_if(true);
-        std::thread::Builder::new()
+        let handle = std::thread::Builder::new()
             .name("decision-log".into())
             .spawn(move || w.run(&rx))
             .map_err(|e| LogError::Io(format!("cannot start the decision log writer: {e}")))?;
-        Ok(Self { tx, on_error })
+        Ok(Self {
+            tx,
+            writer: handle.thread().clone(),
+            on_error,
+        })
     }
 
     /// Hands `record` to the writer. With `wait`, the answer says when it
@@ -133,7 +143,13 @@ impl DecisionLog {
             (None, None)
         };
         match self.tx.try_send(Job::Line(Box::new(record), ack)) {
-            Ok(()) => rx.map_or(Submitted::Queued, Submitted::Waiting),
+            Ok(()) => match rx {
+                Some(rx) => {
+                    self.writer.unpark();
+                    Submitted::Waiting(rx)
+                }
+                None => Submitted::Queued,
+            },
             Err(TrySendError::Full(_)) => {
                 (self.on_error)("queue_full");
                 Submitted::Lost
@@ -150,6 +166,7 @@ impl DecisionLog {
     pub fn close(&self, within: Duration) {
         let (t, r) = std::sync::mpsc::channel();
         if self.tx.send(Job::Close(t)).is_ok() {
+            self.writer.unpark();
             let _ = r.recv_timeout(within);
         }
     }
@@ -203,6 +220,7 @@ impl Writer {
                     Err(_) => break,
                 }
             }
+            let small = jobs.len() < BATCH;
             let mut closing = None;
             let mut lines = Vec::with_capacity(jobs.len());
             for job in jobs {
@@ -217,6 +235,9 @@ impl Writer {
                 self.checkpoint_if(true);
                 let _ = done.send(());
                 return;
+            }
+            if small {
+                std::thread::park_timeout(GATHER);
             }
         }
         self.checkpoint_if(true);

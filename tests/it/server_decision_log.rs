@@ -562,3 +562,64 @@ fn monitor_mode_decides_and_logs_but_permits() {
         ]
     );
 }
+
+#[test]
+fn a_kill_9_under_traffic_loses_no_acknowledged_fatal_decision() {
+    let s = setup("  checkpoint_every: 50\n");
+    let mut server = Server::start(&s.cfg, s.dir.parent().unwrap());
+    let addr = server.addr;
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let senders: Vec<_> = (0..4)
+        .map(|_| {
+            let stop = std::sync::Arc::clone(&stop);
+            std::thread::spawn(move || {
+                let mut acked = Vec::new();
+                let mut i = 0;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    i += 1;
+                    // FATAL and not: only the FATAL answers are promised a line.
+                    let text = if i % 2 == 0 { SSN_TEXT } else { "nothing here" };
+                    let body = json!({"text": text, "pack_id": PII}).to_string();
+                    match crate::support::server::request(addr, "POST", "/evaluate", Some(&body)) {
+                        Ok(a) if a.status == 200 && a.json()["severity"] == "FATAL" => {
+                            acked.push(a.header("x-request-id").unwrap().to_string());
+                        }
+                        Ok(_) => {}
+                        Err(_) => break,
+                    }
+                }
+                acked
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(1500));
+    server.signal("KILL");
+    server.wait_exit(Duration::from_secs(10));
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let acked: Vec<String> = senders
+        .into_iter()
+        .flat_map(|t| t.join().unwrap())
+        .collect();
+    assert!(acked.len() > 10, "too little traffic: {}", acked.len());
+    // Every acknowledged FATAL decision has its line (a torn last line
+    // aside, which only an unacknowledged write can leave).
+    let raw = std::fs::read_to_string(&s.log).unwrap();
+    let logged: std::collections::HashSet<String> = raw
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter_map(|v| v["request_id"].as_str().map(str::to_string))
+        .collect();
+    for id in &acked {
+        assert!(
+            logged.contains(id),
+            "acknowledged FATAL decision {id} is not in the log"
+        );
+    }
+    // A restart repairs a torn tail and the log verifies.
+    let mut server = Server::start(&s.cfg, s.dir.parent().unwrap());
+    server.signal("TERM");
+    assert_eq!(server.wait_exit(Duration::from_secs(20)), Some(0));
+    let (code, out, err) = verify(&s);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("verified"), "{out}");
+}
