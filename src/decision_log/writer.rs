@@ -100,6 +100,7 @@ impl DecisionLog {
             );
             repair(&settings.path, found.torn_tail)?;
         }
+        warn_if_behind_checkpoint(&settings.path, found.leaves.len() as u64);
         let mut tree = Frontier::new();
         for leaf in &found.leaves {
             tree.push(*leaf);
@@ -168,6 +169,29 @@ impl DecisionLog {
         if self.tx.send(Job::Close(t)).is_ok() {
             self.writer.unpark();
             let _ = r.recv_timeout(within);
+        }
+    }
+}
+
+/// Logs an error when the last checkpoint covers more entries than the
+/// log holds: lines it signed were lost (a crash before the disk kept
+/// them) or removed. The log goes on; the next checkpoint is smaller, and
+/// `log consistency` against the kept one fails, as it should.
+fn warn_if_behind_checkpoint(path: &Path, entries: u64) {
+    let Ok(note) = std::fs::read_to_string(checkpoint_path(path)) else {
+        return;
+    };
+    let Some(text) = note.rfind("\n\n").map(|i| &note[..=i]) else {
+        return;
+    };
+    if let Ok(cp) = Checkpoint::parse(text) {
+        if cp.size > entries {
+            tracing::error!(
+                path = %path.display(),
+                checkpoint_size = cp.size,
+                entries,
+                "decision log: the last checkpoint covers more entries than the log holds: lines were lost or removed"
+            );
         }
     }
 }

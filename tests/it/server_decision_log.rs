@@ -623,3 +623,49 @@ fn a_kill_9_under_traffic_loses_no_acknowledged_fatal_decision() {
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("verified"), "{out}");
 }
+
+#[test]
+fn rotated_files_form_one_tree() {
+    // About two lines a file.
+    let s = setup("  max_bytes: 1000\n");
+    let mut server = Server::start(&s.cfg, s.dir.parent().unwrap());
+    for i in 0..7 {
+        let a = server.post(
+            "/evaluate",
+            &json!({"text": format!("text {i}"), "pack_id": PII}).to_string(),
+        );
+        assert_eq!(a.status, 200);
+    }
+    server.signal("TERM");
+    assert_eq!(server.wait_exit(Duration::from_secs(20)), Some(0));
+    let mut files: Vec<String> = std::fs::read_dir(&s.dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("decisions.jsonl") && !n.ends_with(".checkpoint"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 3, "{files:?}");
+    let mut seqs = Vec::new();
+    for n in 1..files.len() {
+        let rotated = s.dir.join(format!("decisions.jsonl.{n}"));
+        seqs.extend(lines(&rotated).iter().map(|v| v["seq"].as_u64().unwrap()));
+    }
+    seqs.extend(lines(&s.log).iter().map(|v| v["seq"].as_u64().unwrap()));
+    assert_eq!(seqs, (0..7).collect::<Vec<u64>>());
+    let (code, out, err) = verify(&s);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains(": 7 entries"), "{out}");
+    // A rotated file removed: the next one's first line is out of place.
+    let first = lines(&s.dir.join("decisions.jsonl.2"))[0]["seq"]
+        .as_u64()
+        .unwrap();
+    std::fs::remove_file(s.dir.join("decisions.jsonl.1")).unwrap();
+    let (code, _, err) = verify(&s);
+    assert_eq!(code, 1);
+    assert!(
+        err.contains(&format!(
+            "decisions.jsonl.2 line 1 (entry 0): seq {first} where 0 was expected"
+        )),
+        "{err}"
+    );
+}
