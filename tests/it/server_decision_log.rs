@@ -514,11 +514,35 @@ fn monitor_mode_decides_and_logs_but_permits() {
         bad.json()["message"],
         "`mode` must be \"enforce\" or \"monitor\""
     );
+    // A monitored stream releases the text unchanged; its done event is a
+    // permit that says what was decided.
     let stream = server.post(
         "/v1/evaluate/stream",
-        &json!({"text": "x", "pack_id": ids, "mode": "monitor"}).to_string(),
+        &json!({"text": "Fixed in TCK-123456 today", "pack_id": ids, "mode": "monitor", "chunk_size": 10})
+            .to_string(),
     );
-    assert_eq!(stream.status, 400);
+    assert_eq!(stream.status, 200);
+    let events: Vec<Value> = stream
+        .body
+        .lines()
+        .filter_map(|e| e.strip_prefix("data: "))
+        .map(|e| serde_json::from_str(e).unwrap())
+        .collect();
+    let released: String = events[..events.len() - 1]
+        .iter()
+        .map(|e| e["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(released, "Fixed in TCK-123456 today", "{}", stream.body);
+    assert_eq!(events[0]["consumed"], 10);
+    let mut done = events.last().unwrap().clone();
+    done.as_object_mut().unwrap().remove("latency_us");
+    done.as_object_mut().unwrap().remove("receipt_hash");
+    assert_eq!(
+        done,
+        json!({"done": true, "action": "permit_clean_payload", "severity": null, "reason": null,
+            "pack_id": ids, "generation": 1,
+            "monitored": {"action": "redact_ticket_id", "severity": "WARNING", "rule_ids": ["ticket_id"]}})
+    );
     let metrics = server.get("/metrics").body;
     assert!(
         metrics.contains(&format!(
@@ -528,7 +552,7 @@ fn monitor_mode_decides_and_logs_but_permits() {
     );
     assert!(
         metrics.contains(&format!(
-            "helixor_monitored_decisions_total{{action=\"redact_ticket_id\",pack_id=\"{ids}\"}} 2"
+            "helixor_monitored_decisions_total{{action=\"redact_ticket_id\",pack_id=\"{ids}\"}} 3"
         )),
         "{metrics}"
     );
@@ -559,6 +583,7 @@ fn monitor_mode_decides_and_logs_but_permits() {
             ("/evaluate", "redact_ticket_id", false),
             ("/evaluate", "redact_ticket_id", true),
             ("/evaluate/batch", "redact_ticket_id", true),
+            ("/v1/evaluate/stream", "redact_ticket_id", true),
         ]
     );
 }

@@ -27,10 +27,11 @@ pub(crate) mod registry;
 
 use crate::engine::{Decision, Normalize, OwnedStreamSession, Releases, Severity, StreamOptions};
 use crate::request::type_name;
-use crate::server::audit::At;
+use crate::server::audit::{settle, At};
 use crate::server::http::{ApiError, CloseConnection, EvaluateBody};
+use crate::server::monitor::{is_monitored, permit_view, Monitored};
 use crate::server::state::{AppState, AppStateRef};
-use crate::server::work::{choose, serving, Slot};
+use crate::server::work::{choose, off_workers, serving, Slot};
 use axum::body::{Body, Bytes};
 use axum::extract::{Extension, State};
 use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE};
@@ -153,11 +154,6 @@ pub(crate) async fn evaluate_stream(
     headers: axum::http::HeaderMap,
     body: EvaluateBody,
 ) -> Result<Response, ApiError> {
-    if body.request.monitor {
-        return Err(ApiError::bad_request(
-            "`mode` \"monitor\" is not available on streams: a stream is always enforced",
-        ));
-    }
     let normalize = body.request.normalize.unwrap_or(state.config.normalize);
     let mut request = stream_request(&body.rest, state.config.max_holdback_chars, normalize)
         .map_err(ApiError::bad_request)?;
@@ -169,6 +165,16 @@ pub(crate) async fn evaluate_stream(
         body.request.pack_id.as_deref(),
         state.config.default_pack.as_deref(),
     )?;
+    if is_monitored(&state, &pack.pack_id, body.request.monitor) {
+        let monitored = Monitoring {
+            pack_id: pack.pack_id.clone(),
+            text,
+            chunk_size: request.chunk_size,
+            normalize,
+            request_id: crate::server::api::evaluate::request_id(&headers),
+        };
+        return monitored_stream(state, generation, monitored).await;
+    }
     // The streams in flight hold a bounded memory: room is made by cutting
     // those that wait longest for their readers, else this one waits for
     // another time.
@@ -237,14 +243,73 @@ pub(crate) async fn evaluate_stream(
                 (rx, reader, state, id, last),
             ))
         });
-    let mut resp = Body::from_stream(events).into_response();
+    Ok(event_stream(Body::from_stream(events)))
+}
+
+/// A 200 answer of server-sent events.
+fn event_stream(body: Body) -> Response {
+    let mut resp = body.into_response();
     *resp.status_mut() = StatusCode::OK;
     let headers = resp.headers_mut();
     headers.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
     headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     // Proxies such as nginx would otherwise buffer the whole stream.
     headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
-    Ok(resp)
+    resp
+}
+
+/// A stream in monitor mode: what it needs once its pack is chosen.
+struct Monitoring {
+    pack_id: String,
+    text: String,
+    chunk_size: usize,
+    normalize: Normalize,
+    request_id: Option<String>,
+}
+
+/// A stream in monitor mode ([§19](docs/guides/auditing.md#s19)): the whole text is
+/// decided at once (a session decides the same, [§11.1](docs/streaming.md#s11-1)), counted and
+/// logged; the events release it unchanged in pieces of `chunk_size`
+/// code points, and `done` is a permit carrying `monitored`. Its events
+/// are as large as the text: they are written as one body, with the
+/// evaluation, off the async workers.
+async fn monitored_stream(
+    state: AppStateRef,
+    generation: Arc<crate::server::generation::Generation>,
+    m: Monitoring,
+) -> Result<Response, ApiError> {
+    let bytes = m.text.len();
+    let resp = off_workers(bytes, move || {
+        let pack = choose(&generation, Some(&m.pack_id), None)?;
+        let d = pack.evaluator.evaluate_with(&m.text, m.normalize);
+        state.metrics.observe_decision(&d);
+        state.metrics.observe_monitored(&d);
+        let at = At::new(
+            "/v1/evaluate/stream",
+            m.request_id.as_deref(),
+            generation.number,
+            pack,
+        )
+        .monitored(true);
+        let logged = state.log_decision(&d, &at, m.text.as_bytes());
+        let mut body = Vec::with_capacity(bytes.saturating_mul(2) + 256);
+        let (mut rest, mut index, mut consumed) = (m.text.as_str(), 0, 0);
+        while !rest.is_empty() {
+            let (cut, n) = match rest.char_indices().nth(m.chunk_size) {
+                Some((i, _)) => (i, m.chunk_size),
+                None => (rest.len(), rest.chars().count()),
+            };
+            consumed += n;
+            body.extend_from_slice(&release_event(index, consumed, &rest[..cut], false));
+            index += 1;
+            rest = &rest[cut..];
+        }
+        let (view, monitored) = permit_view(&d, "");
+        body.extend_from_slice(&done_event_of(&view, generation.number, Some(monitored)));
+        Ok(logged.attach(event_stream(Body::from(body))))
+    })
+    .await?;
+    settle(resp).await
 }
 
 /// One event for the connection, and whether it is the last.
@@ -555,6 +620,9 @@ struct DoneEvent<'a> {
     /// [§15](docs/evasion.md#s15): present (true) when the evasion view differed from the text.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     normalized: bool,
+    /// Monitor mode ([§19](docs/guides/auditing.md#s19)): what was decided.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    monitored: Option<Monitored<'a>>,
 }
 
 fn event(value: &impl Serialize) -> Bytes {
@@ -603,6 +671,11 @@ fn blocked_event(session: &OwnedStreamSession, index: usize, consumed: usize) ->
 
 /// The last event: the session's decision of the whole text.
 fn done_event(d: &Decision<'_>, generation: u64) -> Bytes {
+    done_event_of(d, generation, None)
+}
+
+/// The last event, with what a monitored decision decided.
+fn done_event_of(d: &Decision<'_>, generation: u64, monitored: Option<Monitored<'_>>) -> Bytes {
     event(&DoneEvent {
         done: true,
         action: d.action,
@@ -613,6 +686,7 @@ fn done_event(d: &Decision<'_>, generation: u64) -> Bytes {
         generation,
         latency_us: d.latency_us,
         normalized: d.normalized,
+        monitored,
     })
 }
 
