@@ -760,3 +760,51 @@ async fn a_malformed_message_ends_the_stream_with_invalid_argument() {
         "{status:?}"
     );
 }
+
+/// Monitor mode ([§19](docs/guides/auditing.md#s19)): a pack in `monitor_packs` decides
+/// (its decisions and stream sessions counted) but lets every body through
+/// as it came, a FATAL request and a FATAL streamed reply included.
+#[tokio::test]
+async fn a_monitored_pack_lets_every_body_through_and_counts_what_it_decided() {
+    let s = setup_with(|_, c| c.monitor_packs = vec!["compliance.regulatory_pii_guard.v1".into()])
+        .await;
+    let mut msgs = buffered_request(&chat("SSN 123-45-6789"));
+    msgs.push(msg(Msg::ResponseHeaders(headers(
+        &[(":status", "200")],
+        true,
+    ))));
+    let answers = exchange(s.addr, None, msgs).await.unwrap();
+    assert_eq!(answers.len(), 3, "no refusal: the exchange goes on");
+    assert_eq!(
+        replaced_body(&answers[1][0]),
+        None,
+        "the request goes on as sent"
+    );
+
+    let reply = sse_reply("Your number is 123-45-6789 and more words follow.", 3);
+    let mut msgs = vec![first(
+        BodySendMode::Buffered,
+        BodySendMode::Streamed,
+        Msg::ResponseHeaders(headers(
+            &[(":status", "200"), ("content-type", "text/event-stream")],
+            false,
+        )),
+    )];
+    let chunks: Vec<&[u8]> = reply.chunks(7).collect();
+    for (i, c) in chunks.iter().enumerate() {
+        msgs.push(msg(Msg::ResponseBody(body(c, i + 1 == chunks.len()))));
+    }
+    let answers = exchange(s.addr, None, msgs).await.unwrap();
+    for a in answers.iter().skip(1).flatten() {
+        assert_eq!(replaced_body(a), None, "every chunk goes on as it came");
+    }
+    let metrics = String::from_utf8(s.state.metrics.render().unwrap()).unwrap();
+    assert!(
+        metrics.contains("helixor_monitored_decisions_total{action=\"block_glba_ssn_leakage\",pack_id=\"compliance.regulatory_pii_guard.v1\"} 1"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("helixor_stream_sessions_total{outcome=\"blocked\",pack_id=\"compliance.regulatory_pii_guard.v1\"} 1"),
+        "{metrics}"
+    );
+}

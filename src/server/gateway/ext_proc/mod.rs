@@ -605,6 +605,30 @@ impl Exchange {
                 self.reply = Reply::Whole(whole);
                 out
             }
+            Reply::Stream(mut rw) if self.monitored => {
+                // Monitor mode: the rewriter still decides (and its
+                // sessions are counted), but the reply goes on as it came.
+                let _ = rw.push(&b.body);
+                if b.end_of_stream || mode == Mode::Buffered {
+                    let _ = rw.finish();
+                }
+                for blocked in rw.take_ended_sessions() {
+                    if let Some(ev) = self.ev() {
+                        self.state
+                            .metrics
+                            .observe_stream_session(ev.pack_id(), blocked);
+                    }
+                }
+                self.reply = Reply::Stream(rw);
+                let echo = (mode == Mode::FullDuplex).then_some(b.body);
+                vec![body_answer(
+                    Direction::Reply,
+                    mode,
+                    echo,
+                    b.end_of_stream,
+                    None,
+                )]
+            }
             Reply::Stream(mut rw) => {
                 let mut bytes = rw.push(&b.body);
                 let end = b.end_of_stream || mode == Mode::Buffered;
@@ -642,6 +666,8 @@ impl Exchange {
         if self.response_mode == Mode::FullDuplex {
             if let Reply::Stream(rw) = &mut self.reply {
                 let bytes = rw.finish();
+                // Monitor mode echoed every chunk as it came: nothing is held.
+                let bytes = if self.monitored { Vec::new() } else { bytes };
                 out.push(body_answer(
                     Direction::Reply,
                     Mode::FullDuplex,
