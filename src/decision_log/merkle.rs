@@ -273,4 +273,4 @@ impl Frontier {
 
 #[cfg(test)]
 #[path = "merkle_tests.rs"]
-mod tests;
+pub(crate) mod tests;

@@ -18,7 +18,7 @@ fn h(hex_text: &str) -> Hash {
 // NodeHashes).
 
 /// testonly.LeafInputs().
-const LEAF_INPUTS: [&str; 8] = [
+pub(crate) const LEAF_INPUTS: [&str; 8] = [
     "",
     "00",
     "10",

@@ -766,19 +766,10 @@ mod tests {
 
     /// The eight leaves of the RFC 6962 test vectors (see merkle_tests.rs).
     fn vector_leaves() -> Vec<Hash> {
-        [
-            "",
-            "00",
-            "10",
-            "2021",
-            "3031",
-            "40414243",
-            "5051525354555657",
-            "606162636465666768696a6b6c6d6e6f",
-        ]
-        .iter()
-        .map(|x| merkle::leaf_hash(&hex::decode(x).unwrap()))
-        .collect()
+        merkle::tests::LEAF_INPUTS
+            .iter()
+            .map(|x| merkle::leaf_hash(&hex::decode(x).unwrap()))
+            .collect()
     }
 
     #[test]

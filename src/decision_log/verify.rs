@@ -4,7 +4,7 @@
 //! `log consistency` checks that one checkpoint's tree extends another's.
 //! Reads files only; errors name the file, line or signature.
 
-use super::files::scan;
+use super::files::{log_files, scan, Scan};
 use super::merkle::{
     consistency_proof, inclusion_proof, root, verify_consistency, verify_inclusion, Hash,
 };
@@ -23,6 +23,19 @@ pub struct Verified {
     pub root: String,
     /// The checkpoint checked, if one was: its origin and tree size.
     pub checkpoint: Option<(String, u64)>,
+}
+
+/// Every line of the log at `log`, which must exist (a server starts a
+/// missing log empty; a verifier given a wrong path must not say "0
+/// entries, verified").
+fn scan_existing(log: &Path) -> Result<Scan, LogError> {
+    if log_files(log)?.is_empty() {
+        return Err(LogError::Io(format!(
+            "{}: no such decision log (and no rotated files beside it)",
+            log.display()
+        )));
+    }
+    scan(log)
 }
 
 /// Reads a checkpoint note file (capped before it is parsed).
@@ -108,7 +121,7 @@ pub fn verify(
     log: &Path,
     checkpoint: Option<(&Path, &NoteVerifier)>,
 ) -> Result<Verified, LogError> {
-    let found = scan(log)?;
+    let found = scan_existing(log)?;
     if found.torn_tail > 0 {
         return Err(LogError::Corrupt(format!(
             "{}: the last line has no newline ({} bytes): a write cut short",
@@ -136,7 +149,7 @@ pub fn verify(
 /// `log prove`: the C2SP `tlog-proof` of entry `seq` in the tree of the
 /// checkpoint note at `checkpoint`.
 pub fn prove(log: &Path, seq: u64, checkpoint: &Path) -> Result<String, LogError> {
-    let found = scan(log)?;
+    let found = scan_existing(log)?;
     let what = checkpoint.display().to_string();
     let note = read_note(checkpoint)?;
     let cp = unchecked_checkpoint(&note, &what)?;
@@ -175,7 +188,7 @@ pub fn consistency(
     new: &Path,
     verifier: &NoteVerifier,
 ) -> Result<(u64, u64, Vec<String>), LogError> {
-    let found = scan(log)?;
+    let found = scan_existing(log)?;
     let old_what = old.display().to_string();
     let new_what = new.display().to_string();
     let a = open_checkpoint(&read_note(old)?, verifier, &old_what)?;

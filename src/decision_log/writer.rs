@@ -5,7 +5,7 @@
 //! and writes signed checkpoints. A failed write is cut back off the file,
 //! so the lines on disk always form the tree. It never sees a payload.
 
-use super::files::{log_files, next_rotation, repair, scan};
+use super::files::{log_files, next_rotation, repair, scan, MAX_LINE_BYTES};
 use super::merkle::{leaf_hash, Frontier};
 use super::note::{Checkpoint, NoteSigner};
 use super::record::Record;
@@ -281,8 +281,9 @@ impl Writer {
         for (mut record, ack) in lines {
             record.seq = self.tree.size();
             let line = match serde_json::to_vec(&record) {
-                Ok(l) => l,
-                Err(_) => {
+                // A line the log could not read back is never written.
+                Ok(l) if l.len() < MAX_LINE_BYTES => l,
+                _ => {
                     (self.settings.on_error)("write");
                     if let Some(a) = ack {
                         let _ = a.send(Err(()));

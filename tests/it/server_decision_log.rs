@@ -288,10 +288,20 @@ fn every_decision_is_a_line_and_the_log_verifies_proves_and_catches_tampering() 
         assert!(err.starts_with("DecisionLogError: "), "{what}: {err}");
         assert!(err.contains(message), "{what}: {err}");
     }
-    // An edit that keeps the shape is caught by the old checkpoint too.
     std::fs::write(&s.log, &good).unwrap();
     let (code, _, _) = verify(&s);
     assert_eq!(code, 0);
+    // A wrong path is an error, never "0 entries".
+    let missing = s.dir.join("missing.jsonl");
+    let (code, out, err) = helixor(&[&"log", &"verify", &missing]);
+    assert_eq!((code, out.as_str()), (1, ""));
+    assert_eq!(
+        err.trim_end(),
+        format!(
+            "IoError: {}: no such decision log (and no rotated files beside it)",
+            missing.display()
+        )
+    );
 }
 
 #[test]

@@ -25,5 +25,5 @@ pub(crate) use extract::{
     RawBody,
 };
 pub(crate) use listener::CloseConnection;
-pub(crate) use request_id::{drop_unusable_request_id, method_label};
+pub(crate) use request_id::{drop_unusable_request_id, method_label, usable_request_id};
 pub(crate) use table::route_table;

@@ -485,7 +485,10 @@ impl Exchange {
         self.ev = Some(Arc::clone(&pack.evaluator));
         self.pack_sha256.clone_from(&pack.file_sha256);
         self.monitored = crate::server::monitor::is_monitored(&self.state, &pack.pack_id, false);
-        self.request_id = headers.and_then(|h| header(h, "x-request-id"));
+        // Envoy forwards the client's id as sent: only a usable one is logged.
+        self.request_id = headers
+            .and_then(|h| header(h, "x-request-id"))
+            .filter(|id| crate::server::http::usable_request_id(id.as_bytes()));
         self.generation = Some(generation);
         Ok(())
     }
@@ -612,22 +615,9 @@ impl Exchange {
                 if b.end_of_stream || mode == Mode::Buffered {
                     let _ = rw.finish();
                 }
-                for blocked in rw.take_ended_sessions() {
-                    if let Some(ev) = self.ev() {
-                        self.state
-                            .metrics
-                            .observe_stream_session(ev.pack_id(), blocked);
-                    }
-                }
+                self.count_sessions(&mut rw);
                 self.reply = Reply::Stream(rw);
-                let echo = (mode == Mode::FullDuplex).then_some(b.body);
-                vec![body_answer(
-                    Direction::Reply,
-                    mode,
-                    echo,
-                    b.end_of_stream,
-                    None,
-                )]
+                passed_on(b, mode)
             }
             Reply::Stream(mut rw) => {
                 let mut bytes = rw.push(&b.body);
@@ -646,16 +636,9 @@ impl Exchange {
                 )]
             }
             other => {
-                // Nothing to judge: the chunk goes on as it came.
+                // Nothing to judge.
                 self.reply = other;
-                let echo = (mode == Mode::FullDuplex).then_some(b.body);
-                vec![body_answer(
-                    Direction::Reply,
-                    mode,
-                    echo,
-                    b.end_of_stream,
-                    None,
-                )]
+                passed_on(b, mode)
             }
         }
     }
@@ -699,13 +682,21 @@ impl Exchange {
         out
     }
 
-    fn stream_metrics(&self, rw: &mut SseRewriter, end: bool) {
+    /// Counts the stream sessions `rw` ended since the last count.
+    fn count_sessions(&self, rw: &mut SseRewriter) {
         let Some(ev) = self.ev() else { return };
         for blocked in rw.take_ended_sessions() {
             self.state
                 .metrics
                 .observe_stream_session(ev.pack_id(), blocked);
         }
+    }
+
+    fn stream_metrics(&self, rw: &mut SseRewriter, end: bool) {
+        if self.ev().is_none() {
+            return;
+        }
+        self.count_sessions(rw);
         if rw.refused().is_some() {
             self.state.metrics.observe_gateway(ROUTE_RESPONSE, "deny");
         } else if end {
@@ -835,6 +826,19 @@ impl Exchange {
             }
         }
     }
+}
+
+/// The answer that lets a reply chunk go on as it came (echoed in full
+/// duplex mode, where every chunk is sent back).
+fn passed_on(b: HttpBody, mode: Mode) -> Vec<ProcessingResponse> {
+    let echo = (mode == Mode::FullDuplex).then_some(b.body);
+    vec![body_answer(
+        Direction::Reply,
+        mode,
+        echo,
+        b.end_of_stream,
+        None,
+    )]
 }
 
 /// Judges a whole body: every string value ([§12.4](docs/gateways.md#s12-4)), or the body as one
