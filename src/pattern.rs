@@ -4,6 +4,7 @@
 //! pattern's text in an error message.
 
 pub mod cost;
+pub mod ends;
 
 use regex_automata::meta::{self, Regex};
 use regex_automata::util::syntax;
@@ -70,6 +71,10 @@ pub struct CompiledPattern {
     /// such set exists): a payload holding none of them cannot match, and
     /// is settled without running the regex at all.
     pub required: Option<Vec<u8>>,
+    /// The longest match in bytes, when every match is non-empty and none
+    /// is longer: the engine then searches only the stretches that end
+    /// where the combined pass saw this pattern's matches end.
+    pub max_len: Option<usize>,
 }
 
 impl std::fmt::Debug for CompiledPattern {
@@ -130,19 +135,28 @@ pub fn compile(pattern: &str, flags: &[Flag]) -> Result<CompiledPattern, String>
     } else {
         build(&filter).ok()
     };
-    let required = regex_syntax::ParserBuilder::new()
-        .nest_limit(NEST_LIMIT)
-        .build()
-        .parse(&filter)
-        .ok()
+    let parse = |src: &str| {
+        regex_syntax::ParserBuilder::new()
+            .nest_limit(NEST_LIMIT)
+            .build()
+            .parse(src)
+            .ok()
+    };
+    let required = parse(&filter)
         .and_then(|hir| required_bytes(&hir))
         .map(|set| (0..=255u8).filter(|b| set[usize::from(*b)]).collect());
+    let max_len = parse(&exact_src).and_then(|hir| {
+        let props = hir.properties();
+        props.minimum_len().filter(|&n| n > 0)?;
+        props.maximum_len()
+    });
     Ok(CompiledPattern {
         exact,
         exact_src,
         filter,
         filter_regex,
         required,
+        max_len,
     })
 }
 
@@ -281,29 +295,15 @@ fn config() -> meta::Config {
         .hybrid_cache_capacity(PATTERN_DFA_LIMIT)
 }
 
-/// Above this many candidate patterns, the engine narrows them with one
-/// pass of their combined set ([`build_set`]) before any per-pattern
-/// search. Below it, per-pattern searches win: most rules have literals the
-/// regex engine skips ahead with, while the set's overlapping DFA pass
-/// costs about 1.7 ns a byte whatever the rules (measured: 64 KiB
-/// mixed-script text, 16 candidates, 301 µs with the set against 192 µs
-/// without). The pack cost check ([`cost::check_pack`]) prices it so.
-pub const SET_THRESHOLD: usize = 32;
-
-/// One automaton over many patterns that reports every pattern that matches
-/// (for [`Regex::which_overlapping_matches`]); `None` if it exceeds `size_limit`.
-pub fn build_set(srcs: &[&str], size_limit: usize, cache: usize) -> Option<Regex> {
-    meta::Builder::new()
-        .configure(
-            meta::Config::new()
-                .match_kind(regex_automata::MatchKind::All)
-                .nfa_size_limit(Some(size_limit))
-                .hybrid_cache_capacity(cache),
-        )
-        .syntax(syntax::Config::new().nest_limit(NEST_LIMIT))
-        .build_many(srcs)
-        .ok()
-}
+/// Above this many candidate patterns, the engine runs one pass of their
+/// combined automaton ([`ends::pass`]) before any per-pattern search: it
+/// leaves only the patterns that match, and where each match ends. Below
+/// it, per-pattern searches win: most rules have literals the regex engine
+/// skips ahead with, while the pass costs about 1.7 ns a byte whatever the
+/// rules, and more for every end it reports (measured: BENCHMARKS.md, "One
+/// pass, then only where matches end"). The pack cost check
+/// ([`cost::check_pack`]) prices it so.
+pub const SET_THRESHOLD: usize = 8;
 
 fn print(tree: &Ast) -> String {
     let mut s = String::new();

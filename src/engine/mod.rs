@@ -1,13 +1,17 @@
 //! The evaluation engine ([§6](docs/evaluation.md#s6)): built once per pack load, shared
 //! read-only by every request. One pass over the payload's bytes rules out
-//! every rule whose required bytes are absent; only the others are searched
-//! for spans. Never logs, stores or returns a matched value.
+//! every rule whose required bytes are absent; above a few candidates, one
+//! pass of their combined automaton leaves those that match and where their
+//! matches end, and a pattern of bounded length is searched only just
+//! before those ends ([`windowed`]). Never logs, stores or returns a
+//! matched value.
 
 mod decision;
 mod guided;
 mod normalize;
 mod receipt;
 mod stream;
+mod windowed;
 
 pub use decision::{Decision, Severity, Source, Trigger, BLOCKED_TEXT, PERMIT_ACTION};
 pub use normalize::{warm as warm_normalize, Normalize};
@@ -23,16 +27,12 @@ use crate::pattern::{self, CompiledPattern, SET_THRESHOLD};
 use crate::program::{ContextScan, FieldRef, Program};
 use crate::rules::{CustomRule, RuleAction, RuleType};
 use guided::{guided_search, Guide, GuideCaches, GuidedCaches, Want};
+use regex_automata::hybrid;
 use regex_automata::meta::{Cache, Regex};
 use regex_automata::util::iter::Searcher;
-use regex_automata::{Anchored, Input, Match, MatchError, PatternID, PatternSet};
+use regex_automata::{Anchored, Input, Match, MatchError};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
-
-/// Size limit of the combined filter automaton.
-const FILTER_SIZE_LIMIT: usize = 64 << 20;
-/// Lazy-DFA cache of the filter, per concurrent search.
-const FILTER_DFA_LIMIT: usize = 16 << 20;
 
 struct Matcher {
     regex: Regex,
@@ -44,6 +44,9 @@ struct Matcher {
     guide: Option<Guide>,
     /// Bytes of which every match holds one; `None` when there is no such set.
     required: Option<Vec<u8>>,
+    /// The longest match, when the pattern's matches are bounded (see
+    /// [`windowed`]).
+    max_len: Option<usize>,
     validator: Validator,
     /// Sources of the exact and boundary-free forms, for the streaming
     /// liveness automata (built only when a pack is first streamed).
@@ -58,6 +61,7 @@ impl Matcher {
             filter: p.filter_regex.clone(),
             guide: p.filter_regex.as_ref().and_then(|_| Guide::new(p)),
             required: p.required.clone(),
+            max_len: p.max_len,
             validator,
             exact_src: p.exact_src.clone(),
             filter_src: p.filter_regex.as_ref().map(|_| p.filter.clone()),
@@ -145,7 +149,8 @@ struct Caches {
     filter: Vec<Option<Cache>>,
     /// The guides' lazy DFAs.
     guide: Vec<Option<GuideCaches>>,
-    set: Option<Cache>,
+    /// The combined pass's lazy DFA ([`pattern::ends`]).
+    ends: Option<hybrid::dfa::Cache>,
 }
 
 /// Cache sets warmed at load: one per core (at most 8), so the first
@@ -183,12 +188,15 @@ pub struct Evaluator {
     /// (`Program::streams_natively`); a stream of any other program is
     /// judged whole at its end (see [`Session`]).
     native: bool,
-    /// One automaton over every matcher's boundary-free form; `None` when it
-    /// could not be built, and every matcher then runs on every payload.
-    filter: Option<Regex>,
+    /// One automaton over every matcher's boundary-free form, which reports
+    /// where each one's matches end ([`pattern::ends`]); `None` when it could not
+    /// be built, and every candidate matcher then runs on the whole payload.
+    ends: Option<hybrid::dfa::DFA>,
     rules: Vec<RuleInfo>,
     /// Which matchers each byte value can start to satisfy.
     required: RequiredBytes,
+    /// Each matcher's longest match, when bounded (for the combined pass).
+    max_lens: Vec<Option<usize>>,
     /// Idle cache sets; an evaluation that finds none makes a new one.
     caches: Mutex<Vec<Caches>>,
     /// Streaming liveness automata, built by the first stream session
@@ -206,7 +214,7 @@ impl std::fmt::Debug for Evaluator {
         f.debug_struct("Evaluator")
             .field("pack_id", &self.pack_id)
             .field("rules", &self.rules.len())
-            .field("filter", &self.filter.is_some())
+            .field("ends", &self.ends.is_some())
             .finish()
     }
 }
@@ -257,16 +265,17 @@ impl Evaluator {
             matchers.push(Matcher::new(&c.pattern, c.validator));
             filters.push(c.pattern.filter.as_str());
         }
-        let filter = pattern::build_set(&filters, FILTER_SIZE_LIMIT, FILTER_DFA_LIMIT);
+        let ends = pattern::ends::build(&filters);
         let required = RequiredBytes::new(matchers.iter().map(|m| m.required.as_deref()));
         let evaluator = Self {
             required,
+            max_lens: matchers.iter().map(|m| m.max_len).collect(),
             pack_id: pack_id.to_string(),
             pack_version: pack_version.to_string(),
             matchers,
             native: program.streams_natively(),
             program,
-            filter,
+            ends,
             rules: infos,
             caches: Mutex::new(Vec::new()),
             live: OnceLock::new(),
@@ -295,7 +304,7 @@ impl Evaluator {
                 .iter()
                 .map(|m| m.guide.as_ref().map(Guide::caches))
                 .collect(),
-            set: self.filter.as_ref().map(Regex::create_cache),
+            ends: self.ends.as_ref().map(hybrid::dfa::DFA::create_cache),
         }
     }
 
@@ -328,18 +337,26 @@ impl Evaluator {
         caches: &mut Caches,
     ) -> Vec<Vec<(usize, usize)>> {
         let ascii = text.is_ascii();
+        let mut ends = None;
         if candidates.len() > SET_THRESHOLD {
-            if let (Some(set), Some(cache)) = (&self.filter, caches.set.as_mut()) {
-                let mut hits = PatternSet::new(set.pattern_len());
-                set.which_overlapping_matches_with(cache, &Input::new(text), &mut hits);
-                candidates.retain(|&i| PatternID::new(i).is_ok_and(|p| hits.contains(p)));
+            if let (Some(dfa), Some(cache)) = (&self.ends, caches.ends.as_mut()) {
+                let base = pattern::ends::ENDS_BASE;
+                if let pattern::ends::Pass::Known(pass) =
+                    pattern::ends::pass(dfa, cache, text, &self.max_lens, base)
+                {
+                    candidates.retain(|&i| pass.seen[i]);
+                    ends = Some(pass.stretches);
+                }
             }
         }
         let mut found: Vec<Vec<(usize, usize)>> = Vec::new();
         if !candidates.is_empty() {
             found.resize_with(self.matchers.len(), Vec::new);
             for i in candidates {
-                found[i] = self.find_all(i, text, ascii, caches);
+                let stretches = ends
+                    .as_ref()
+                    .and_then(|e| self.stretches(i, text, e.get(i)?, ascii));
+                found[i] = self.find_all(i, text, ascii, caches, stretches);
             }
         }
         found
@@ -750,15 +767,31 @@ impl Evaluator {
 
     /// Every non-empty, validated match of matcher `i`, left to right,
     /// non-overlapping; a dropped candidate does not let an overlapping one through.
+    /// With `stretches`, only they are searched ([`windowed`]).
     fn find_all(
         &self,
         i: usize,
         text: &str,
         ascii: bool,
         caches: &mut Caches,
+        stretches: Option<Vec<(usize, usize)>>,
     ) -> Vec<(usize, usize)> {
         let m = &self.matchers[i];
-        let mut spans = self.search_matcher(i, text, 0, ascii, caches, Want::All);
+        let mut spans = match stretches {
+            Some(stretches) => {
+                let cache = &mut caches.exact[i];
+                let mut spans = Vec::new();
+                for (s, e) in stretches {
+                    spans.extend(find_iter_with(
+                        &m.regex,
+                        cache,
+                        Input::new(text).range(s..e),
+                    ));
+                }
+                spans
+            }
+            None => self.search_matcher(i, text, 0, ascii, caches, Want::All),
+        };
         spans.retain(|&(s, e)| s < e && validate(m.validator, &text[s..e]));
         match i
             .checked_sub(self.rules.len())
@@ -770,6 +803,30 @@ impl Evaluator {
             }
             _ => spans,
         }
+    }
+
+    /// The stretches of `text` that hold every match of matcher `i`, from
+    /// the combined pass ([`windowed::confined`]); `None` when it must be
+    /// searched whole. On non-ASCII text a pattern with `\b` is confined
+    /// only to ASCII stretches (with the characters either side): elsewhere
+    /// its exact regex's DFAs give up, and the guided search of the whole
+    /// text is the fast one.
+    fn stretches(
+        &self,
+        i: usize,
+        text: &str,
+        stretches: &[(usize, usize)],
+        ascii: bool,
+    ) -> Option<Vec<(usize, usize)>> {
+        self.matchers[i].max_len?;
+        let stretches = windowed::confined(text, stretches)?;
+        let bytes = text.as_bytes();
+        let plain = ascii
+            || self.matchers[i].filter.is_none()
+            || stretches
+                .iter()
+                .all(|&(s, e)| bytes[s.saturating_sub(1)..(e + 1).min(bytes.len())].is_ascii());
+        plain.then_some(stretches)
     }
 
     /// The leftmost-first match of matcher `i` starting at or after `from`

@@ -243,13 +243,24 @@ mod guided {
 #[test]
 fn more_than_sixty_four_rules_are_all_scanned() {
     let mut yaml = String::from("pack_id: t\nrules:\n");
+    // Letters, not digits: on a run of digits the example pack's codons
+    // report an end at every byte, and the pack check then prices every
+    // one of 70 candidates searched whole (SPEC §11.4).
+    let code = |i: u8| {
+        format!(
+            "Q{}{}Z",
+            char::from(b'a' + i / 26),
+            char::from(b'a' + i % 26)
+        )
+    };
     for i in 0..70 {
         yaml.push_str(&format!(
-            "  - {{id: r{i}, type: regex, pattern: 'Q{i}Z', action: redact}}\n"
+            "  - {{id: r{i}, type: regex, pattern: '{}', action: redact}}\n",
+            code(i)
         ));
     }
     let e = evaluator(&yaml);
-    let d = e.evaluate("x Q69Z y Q3Z");
+    let d = e.evaluate(&format!("x {} y {}", code(69), code(3)));
     let ids: Vec<_> = d.triggers.iter().map(|t| t.rule_id).collect();
     assert_eq!(ids, ["r3", "r69"]);
     assert_eq!(d.clean_text, "x [REDACTED_R69] y [REDACTED_R3]");
@@ -543,6 +554,71 @@ proptest::proptest! {
         });
         for p in patterns {
             guided_vs_find_iter(p, &text, true);
+        }
+    }
+}
+
+/// Bounded patterns (all but the last), more of them than
+/// `SET_THRESHOLD`: the combined pass runs, and each search is confined to
+/// the stretches before its pattern's match ends.
+const WINDOWED_PATTERNS: &[&str] = &[
+    r"\b\d{3}-\d{2}-\d{4}\b",
+    r"\b\d{3}\b",
+    r"\bx\d{2}",
+    r"(?i)\b(?:MRN|EHR|RX)[-:]?\s*\d{6,10}\b",
+    r"\b(?:a|ab)\b",
+    r"é\b",
+    r"a\b|ab",
+    r"\bé|é\b|éa",
+    r"\w{1,3}\b\s?",
+    r"(?m)^\w{1,4}\b|\bé$",
+    r"\b(?:ab|né)\b",
+    r"\d{2,5}",
+    r"[ab]{1,3}x?",
+    r"会\b|\b会",
+    r"\bx\w+",
+];
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
+
+    /// Whatever the combined pass confines, every rule's spans are what
+    /// `find_iter` over the whole text gives, on random texts mixing ASCII,
+    /// `é`, CJK, digits and spaces (long enough for the DFAs to run).
+    #[test]
+    fn confined_searches_find_what_whole_searches_find(
+        text in "[a-cinxAB0-9 .:\\-éß会\u{301}\n]{0,300}"
+    ) {
+        static PACK: OnceLock<(Evaluator, Vec<CompiledPattern>)> = OnceLock::new();
+        let (e, compiled) = PACK.get_or_init(|| {
+            let compiled: Vec<CompiledPattern> = WINDOWED_PATTERNS
+                .iter()
+                .map(|p| crate::pattern::compile(p, &[]).unwrap())
+                .collect();
+            // Built without the pack cost check: some are dense on purpose.
+            let rules: Vec<CustomRule> = compiled
+                .iter()
+                .enumerate()
+                .map(|(i, p)| CustomRule {
+                    id: format!("r{i}"),
+                    rule_type: RuleType::Regex,
+                    action: RuleAction::Redact,
+                    description: None,
+                    pattern: p.clone(),
+                })
+                .collect();
+            (Evaluator::new("t.p.v1", "1", &rules).unwrap(), compiled)
+        });
+        let found = e.matches(&text);
+        for (i, c) in compiled.iter().enumerate() {
+            let want: Vec<(usize, usize)> = c
+                .exact
+                .find_iter(&text)
+                .filter(|m| !m.is_empty())
+                .map(|m| (m.start(), m.end()))
+                .collect();
+            let got = found.get(i).cloned().unwrap_or_default();
+            proptest::prop_assert_eq!(got, want, "pattern {}", WINDOWED_PATTERNS[i]);
         }
     }
 }

@@ -133,6 +133,9 @@ pub const NS_PER_PASS_BYTE: usize = 1;
 /// One pass of a pack's combined set over a text, per byte, in ns
 /// (measured 1.7 ns, [`super::SET_THRESHOLD`]).
 pub const NS_PER_SET_BYTE: usize = 2;
+/// Each match end the combined pass reports, in ns (measured: BENCHMARKS.md,
+/// "One pass, then only where matches end").
+pub const NS_PER_END: usize = 16;
 /// A steady-state text may make the DFA build at most this many bytes of
 /// new states per byte of text.
 pub const MAX_STATE_GROWTH: usize = 16;
@@ -351,8 +354,12 @@ pub enum PackCostError {
 ///
 /// - a pattern whose required bytes a text lacks costs nothing (the
 ///   engine's first pass rules it out);
-/// - above [`super::SET_THRESHOLD`] candidates, one pass of the combined
-///   set ([`NS_PER_SET_BYTE`]) leaves only the patterns that match;
+/// - above [`super::SET_THRESHOLD`] candidates, the engine's combined pass
+///   ([`super::ends::pass`], run here on the probe: [`NS_PER_SET_BYTE`] and
+///   [`NS_PER_END`] for each end it reports) leaves only the patterns that
+///   match; where it reports more ends than its budget allows it leaves
+///   them all (the engine's windowed searches near those ends cost less
+///   than the whole-text searches priced here);
 /// - a pattern's first pass over the text costs [`NS_PER_PASS_BYTE`] a
 ///   byte (a plain scan, which literal prefilters mostly skip: measured 30
 ///   rules on 1 MiB of prose in 4 ms, BENCHMARKS.md); what its searches
@@ -398,6 +405,13 @@ pub fn check_pack(patterns: &[PackPattern<'_>]) -> Result<PackCost, PackCostErro
             texts.push(t);
         }
     }
+    // The engine's combined pass, run on the same probes.
+    let forms: Vec<&str> = patterns
+        .iter()
+        .map(|p| p.filter.unwrap_or(p.exact))
+        .collect();
+    let union = super::ends::build(&forms);
+    let mut union_cache = union.as_ref().map(dfa::DFA::create_cache);
     let mut worst = PackCost {
         probes: texts.len(),
         ns_per_byte: 0,
@@ -413,15 +427,20 @@ pub fn check_pack(patterns: &[PackPattern<'_>]) -> Result<PackCost, PackCostErro
             );
         }
         let candidates = priced.iter().filter(|p| p.is_some()).count();
-        let narrowed = candidates > super::SET_THRESHOLD;
+        let (kept, pass_ns) = if candidates > super::SET_THRESHOLD {
+            narrowed(union.as_ref(), union_cache.as_mut(), text, patterns.len())
+        } else {
+            (None, 0)
+        };
         let shares: Vec<usize> = priced
             .iter()
-            .map(|p| match p {
-                Some(p) if p.matched || !narrowed => p.ns / len,
+            .enumerate()
+            .map(|(i, p)| match p {
+                Some(ns) if kept.as_ref().is_none_or(|k| k[i]) => ns / len,
                 _ => 0,
             })
             .collect();
-        let total = shares.iter().sum::<usize>() + if narrowed { NS_PER_SET_BYTE } else { 0 };
+        let total = shares.iter().sum::<usize>() + pass_ns;
         if total > worst.ns_per_byte {
             worst.ns_per_byte = total;
             worst.shares = shares;
@@ -433,12 +452,33 @@ pub fn check_pack(patterns: &[PackPattern<'_>]) -> Result<PackCost, PackCostErro
     Ok(worst)
 }
 
-/// What one pattern of a pack costs on one text.
-struct Priced {
-    /// Estimated engine time, in ns.
-    ns: usize,
-    /// Whether it matched (the combined set keeps it).
-    matched: bool,
+/// What the engine's combined pass ([`super::ends::pass`]) leaves of a
+/// pack's `patterns` on `text` (`None`: all of them) and what it costs a
+/// byte: [`NS_PER_SET_BYTE`] and [`NS_PER_END`] for each end it reports.
+/// It runs without the engine's base budget of ends, as on a text long
+/// enough for the base not to count: a text denser in ends stops it at
+/// one end every [`super::ends::BYTES_PER_END`] bytes. A pass that gives
+/// up has built a cache of states, a cost that does not grow with the
+/// text.
+fn narrowed(
+    union: Option<&dfa::DFA>,
+    cache: Option<&mut dfa::Cache>,
+    text: &str,
+    patterns: usize,
+) -> (Option<Vec<bool>>, usize) {
+    use super::ends::{pass, Pass, BYTES_PER_END};
+    let (Some(union), Some(cache)) = (union, cache) else {
+        return (None, 0);
+    };
+    let lens = vec![None; patterns];
+    match pass(union, cache, text, &lens, 0) {
+        Pass::Known(e) => (
+            Some(e.seen),
+            NS_PER_SET_BYTE + e.count * NS_PER_END / text.len().max(1),
+        ),
+        Pass::Dense => (None, NS_PER_SET_BYTE + NS_PER_END / BYTES_PER_END),
+        Pass::GaveUp => (None, NS_PER_SET_BYTE),
+    }
 }
 
 /// One pattern of a pack with its automata and their caches.
@@ -486,9 +526,9 @@ impl Measured {
     }
 
     /// The estimated engine time of this pattern on `text` as one of a
-    /// pack's ([`check_pack`]; the dearer of its two searches), and whether
-    /// it matched; `None` when the engine would not search it at all.
-    fn priced_on(&mut self, text: &str) -> Result<Option<Priced>, String> {
+    /// pack's ([`check_pack`]; the dearer of its two searches), in ns;
+    /// `None` when the engine would not search it at all.
+    fn priced_on(&mut self, text: &str) -> Result<Option<usize>, String> {
         if let Some(set) = &self.required {
             if !text.bytes().any(|b| set[usize::from(b)]) {
                 return Ok(None);
@@ -508,7 +548,6 @@ impl Measured {
             self.exact_cache.reset(&self.exact.re);
         }
         let mut ns = 0;
-        let mut matched = false;
         let mut exact_matches = None;
         if text.is_ascii() || self.filter.is_none() {
             let run = self.exact.run(&mut self.exact_cache, text)?;
@@ -516,7 +555,6 @@ impl Measured {
                 + run.searches * self.exact.ns_per_search
                 + run.matches * NS_PER_MATCH;
             exact_matches = Some(run.matches);
-            matched = run.matches > 0;
         }
         if let (Some(model), Some(cache)) = (&self.filter, &mut self.filter_cache) {
             if cache.memory_usage() > STATE_BUDGET / 2 {
@@ -538,11 +576,8 @@ impl Measured {
                 + run.searches * NS_PER_SEARCH
                 + confirmed * (NS_PER_GUIDED_MATCH + NS_PER_MATCH);
             ns = ns.max(filter_ns);
-            // The combined set is built from the filters: it keeps a
-            // pattern whose filter matches.
-            matched |= run.matches > 0;
         }
-        Ok(Some(Priced { ns, matched }))
+        Ok(Some(ns))
     }
 }
 
@@ -1186,7 +1221,9 @@ mod tests {
         let PackCostError::Together(c) = x10 else {
             panic!("{x10:?}")
         };
-        assert_eq!(c.ns_per_byte, 640);
+        // Ten ends a byte stop the combined pass at its budget (6): every
+        // rule is searched whole.
+        assert_eq!(c.ns_per_byte, 646);
         assert_eq!(
             c.shares,
             [64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 0, 0, 0, 0, 0, 0]
