@@ -7,6 +7,7 @@ context words the packs need. Deterministic for a given seed."""
 import base64
 import datetime
 import json
+import re
 import string
 
 from stdnum import iban as s_iban, luhn, verhoeff
@@ -632,8 +633,8 @@ FORMATS = ["prose", "json", "yaml", "shell", "code"]
 
 
 def place(fmt, value, key, phrase):
-    """Text and (start, end) of value in it. `key` is a snake_case name, the
-    phrase the prose words before the value."""
+    """Text and (start, end) of value in it. `key` is a snake_case name
+    (camelCase in code), the phrase the prose words before the value."""
     if fmt == "prose":
         pre = f"Hi team, {phrase} {value}"
         return pre + " - please update the record before Friday.", len(pre) - len(value)
@@ -654,8 +655,10 @@ def place(fmt, value, key, phrase):
             return pre + value + "\"\n./deploy.sh\n", len(pre)
         pre = f"export {key.upper()}={value}"
         return pre + "\n./deploy.sh --env staging\n", len(pre) - len(value)
+    # JavaScript names are camelCase: `nhs_number` becomes `nhsNumber`.
+    camel = re.sub(r"_([a-z0-9])", lambda m: m.group(1).upper(), key)
     esc = value.replace("\n", "\\n")
-    pre = f'const {key} = "{esc}'
+    pre = f'const {camel} = "{esc}'
     return pre + '";\nsend(payload);\n', len(pre) - len(esc)
 
 
