@@ -41,7 +41,7 @@ from stdnum.us import rtn
 from stdnum.au import tfn
 from stdnum.de import idnr
 from stdnum.de import vat as de_vat
-from stdnum.fr import nir
+from stdnum.fr import nir, siren, tva
 from stdnum.in_ import aadhaar, gstin
 from stdnum.it import iva
 from stdnum.jp import in_ as jp_in
@@ -254,6 +254,37 @@ def gen_cif(rng):
     return body + cif.calc_check_digits(body)[rng.randint(0, 1)]
 
 
+def es_cif_spec(v: str) -> bool:
+    """stdnum.es.cif on ASCII values."""
+    return v.isascii() and cif.is_valid(v)
+
+
+TVA_KEYS = "0123456789ABCDEFGHJKLMNPQRSTUVWXYZ"
+
+
+def gen_fr_tva(rng):
+    """A French VAT number: a SIREN that passes Luhn (or a Monaco 000…),
+    with its numeric key (most) or an alphanumeric key that passes."""
+    while True:
+        if rng.random() < 0.1:
+            digits = "000" + rand_digits(rng, 6)
+        else:
+            body = rand_digits(rng, 8)
+            digits = body + luhn.calc_check_digit(body)
+        if rng.random() < 0.7:
+            v = f"{int(digits + '12') % 97:02d}" + digits
+        else:
+            v = rng.choice(TVA_KEYS) + rng.choice(TVA_KEYS[10:]) + digits
+            if not tva.is_valid(v):
+                continue
+        return "FR" + v if rng.random() < 0.8 else v
+
+
+def fr_tva_spec(v: str) -> bool:
+    """stdnum.fr.tva on ASCII values."""
+    return v.isascii() and tva.is_valid(v)
+
+
 OMOCODIA = "LMNPQRSTUV"
 CF_DIGIT_PLACES = [6, 7, 9, 10, 12, 13, 14]
 
@@ -463,6 +494,8 @@ VALIDATORS = [
      lambda v: ascii_digits(v) and jp_in.is_valid(v), gen_jp_my_number, False),
     ("in_gstin", "stdnum.in_.gstin", gstin.is_valid, gstin_spec, gen_gstin, True),
     ("nl_btw", "stdnum.nl.btw", btw.is_valid, nl_btw_spec, gen_nl_btw, True),
+    ("fr_tva", "stdnum.fr.tva", tva.is_valid, fr_tva_spec, gen_fr_tva, True),
+    ("es_cif", "stdnum.es.cif", cif.is_valid, es_cif_spec, gen_cif, True),
 ]
 
 # The curated packs' (packs/*.yaml) other identifiers, expressed with the
@@ -519,6 +552,13 @@ EDGES = {
     "in_gstin": ["27AAPFU0939F1ZV", "27aapfu0939f1zv", "27AAPFU0939F1Z", "369296450896540",
                  "27AAPFU0939F1AA", "27AAPFU0939F1ZO", "38AAPFU0939F1ZV", "27AAPEU0939F1ZV",
                  "27AAPFU0939F0ZV", "27AAPFU0000F1ZV"],
+    "fr_tva": ["FR40303265045", "40303265045", "fr40303265045", "FR 40 303 265 045",
+               "FR41303265045", "FR40303265046", "FRK7399859412", "K7399859412", "FR4Z123456782",
+               "FR00000000190", "FR4030326504", "FR403032650450", "FRI7399859412",
+               "FRO7399859412", "DE40303265045", "FR 000 000 000 00"],
+    "es_cif": ["A13585625", "A1358562E", "a1358562e", "A-1358562-5", "A13585626", "A1358562F",
+               "I13585625", "K13585625", "A1358562", "A135856250", "B58378431", "P0800000B",
+               "Q2826000H", "Q28260004"],
     "nl_btw": ["NL004495445B01", "004495445B01", "nl004495445b01", "NL478878384B72",
                "NL 478878384B72", "NL004495446B01", "NL478878384B73", "NL004495445B00",
                "NL000000000B01", "NL004495445C01", "NL04495445B01", "DE004495445B01",

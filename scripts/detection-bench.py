@@ -73,6 +73,12 @@ ent("EU", "VAT NL", None, G.g_vat_nl, G.n_vat(lambda w: G.btw.is_valid(w), 4), G
     "our VAT number is", "vat_id", False, True)
 ent("EU", "VAT ES", None, G.g_vat_es, G.n_vat(lambda w: G.nif.is_valid(w[2:]), 1, G.U), G.f_vat,
     "our VAT number is", "vat_id", False, True)
+ent("EU", "VAT FR", None, G.g_vat_fr, G.n_vat(lambda w: G.tva.is_valid(w), 2), G.f_vat,
+    "our VAT number is", "vat_id", False, True)
+ent("EU", "VAT ES (CIF)", None, G.g_vat_es_cif, G.n_vat(lambda w: G.cif.is_valid(w[2:]), 2), G.f_vat,
+    "our VAT number is", "vat_id", False, True)
+ent("EU", "ES CIF", None, G.g_cif, G.n_vat(lambda w: G.cif.is_valid(w), 2), G.f_plain,
+    "nuestro CIF es", "cif", True, True)
 ent("IN", "Aadhaar", ["IN_AADHAAR"], G.g_aadhaar, G.n_aadhaar, G.f_aadhaar, "my Aadhaar number is", "aadhaar", False, True)
 ent("IN", "PAN", ["IN_PAN"], G.g_pan, G.n_pan, G.f_plain, "my PAN is", "pan", False, False)
 ent("IN", "GSTIN", None, G.g_gstin, G.n_gstin, G.f_plain, "our GSTIN is", "gstin", False, True)

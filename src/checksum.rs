@@ -108,6 +108,19 @@ pub enum Checksum {
     /// `0000`, a letter), a registration count (not `0`), `Z`, and the
     /// check character of the Luhn mod 36 algorithm over `0`–`9`, `A`–`Z`.
     InGstin,
+    /// `fr_tva`: a French VAT number: an optional `FR`, a two-character key
+    /// (digits, or letters other than `I` and `O`) and the 9-digit SIREN,
+    /// which must pass Luhn unless it begins `000` (Monaco). A numeric key
+    /// is (SIREN·100 + 12) mod 97; a key with a letter follows the
+    /// administration's alphanumeric formula (as python-stdnum's
+    /// `fr.tva`). Letters in either case.
+    FrTva,
+    /// `es_cif`: a Spanish legal entity's CIF: an organisation letter of
+    /// `ABCDEFGHJNPQRSUVW`, 7 digits and the control character, the Luhn
+    /// check digit of the 7 digits or the letter `JABCDEFGHI`[that digit]
+    /// (either is taken: which one an organisation type uses is not
+    /// applied consistently). Letters in either case.
+    EsCif,
 }
 
 /// Every named validator, as the `checksum` key spells it.
@@ -128,6 +141,8 @@ pub const NAMES: &[&str] = &[
     "jp_my_number",
     "in_gstin",
     "nl_btw",
+    "fr_tva",
+    "es_cif",
 ];
 
 /// The list of known forms that every naming error ends with.
@@ -170,6 +185,8 @@ impl FromStr for Checksum {
             "jp_my_number" => Checksum::JpMyNumber,
             "in_gstin" => Checksum::InGstin,
             "nl_btw" => Checksum::NlBtw,
+            "fr_tva" => Checksum::FrTva,
+            "es_cif" => Checksum::EsCif,
             "weighted" => {
                 return Err(
                     "`checksum`: the weighted validator is a mapping {weights: [...], modulus: m, remainder: r}, not a name"
@@ -370,6 +387,8 @@ impl Checksum {
             Checksum::JpMyNumber => "jp_my_number",
             Checksum::InGstin => "in_gstin",
             Checksum::NlBtw => "nl_btw",
+            Checksum::FrTva => "fr_tva",
+            Checksum::EsCif => "es_cif",
             Checksum::Weighted { .. } => return None,
         })
     }
@@ -405,6 +424,8 @@ impl Checksum {
             Checksum::JpMyNumber => jp_my_number(c),
             Checksum::InGstin => in_gstin(c),
             Checksum::NlBtw => nl_btw(c),
+            Checksum::FrTva => fr_tva(c),
+            Checksum::EsCif => es_cif(c),
         }
     }
 }
@@ -761,6 +782,85 @@ fn mod11_check_digit(c: &[u8], weights: &[u32], f: impl Fn(u32) -> u32) -> bool 
         .map(|(&d, w)| w * u32::from(d - b'0'))
         .sum();
     f(sum % 11) == u32::from(last - b'0')
+}
+
+/// The Luhn check digit of `digits` (ASCII digits): the one that, put
+/// after them, makes the whole pass.
+fn luhn_check_digit(digits: &[u8]) -> u32 {
+    let sum: u32 = digits
+        .iter()
+        .rev()
+        .enumerate()
+        .map(|(i, &b)| {
+            let d = u32::from(b - b'0');
+            if i % 2 == 0 {
+                let x = d * 2;
+                if x > 9 {
+                    x - 9
+                } else {
+                    x
+                }
+            } else {
+                d
+            }
+        })
+        .sum();
+    (10 - sum % 10) % 10
+}
+
+fn fr_tva(c: &[u8]) -> bool {
+    const KEY_ALPHABET: &[u8] = b"0123456789ABCDEFGHJKLMNPQRSTUVWXYZ";
+    let mut u = [0u8; 13];
+    if c.len() > u.len() {
+        return false;
+    }
+    for (to, &from) in u.iter_mut().zip(c) {
+        *to = from.to_ascii_uppercase();
+    }
+    let u = &u[..c.len()];
+    let v = u.strip_prefix(b"FR").unwrap_or(u);
+    let [k0, k1, siren @ ..] = v else {
+        return false;
+    };
+    if siren.len() != 9 || !all_digits(siren) {
+        return false;
+    }
+    let index = |b: &u8| KEY_ALPHABET.iter().position(|a| a == b);
+    let (Some(i0), Some(i1)) = (index(k0), index(k1)) else {
+        return false;
+    };
+    if &siren[..3] != b"000" && !luhn(siren) {
+        return false;
+    }
+    let n = siren
+        .iter()
+        .fold(0u64, |n, &b| n * 10 + u64::from(b - b'0'));
+    let (i0, i1) = (i0 as u64, i1 as u64);
+    if i0 < 10 && i1 < 10 {
+        return i0 * 10 + i1 == (n * 100 + 12) % 97;
+    }
+    // Neither sum can go below zero: a letter's index is at least 10.
+    let check = if i0 < 10 {
+        i0 * 24 + i1 - 10
+    } else {
+        i0 * 34 + i1 - 100
+    };
+    (n + 1 + check / 11) % 11 == check % 11
+}
+
+fn es_cif(c: &[u8]) -> bool {
+    let [first, digits @ .., control] = c else {
+        return false;
+    };
+    if c.len() != 9
+        || !b"ABCDEFGHJNPQRSUVW".contains(&first.to_ascii_uppercase())
+        || !all_digits(digits)
+    {
+        return false;
+    }
+    let d = luhn_check_digit(digits);
+    let control = control.to_ascii_uppercase();
+    u32::from(control) == u32::from(b'0') + d || b"JABCDEFGHI".get(d as usize) == Some(&control)
 }
 
 fn kr_rrn(c: &[u8]) -> bool {

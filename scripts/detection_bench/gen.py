@@ -12,8 +12,8 @@ import string
 
 from stdnum import iban as s_iban, luhn, verhoeff
 from stdnum.de import idnr, vat as de_vat
-from stdnum.es import dni, nie, nif
-from stdnum.fr import nir
+from stdnum.es import cif, dni, nie, nif
+from stdnum.fr import nir, tva
 from stdnum.gb import nhs
 from stdnum.in_ import aadhaar, gstin, pan
 from stdnum.it import codicefiscale, iva
@@ -362,6 +362,27 @@ def g_vat_nl(r):
 def g_vat_es(r):
     b = rd(r, 8)
     return "ES" + b + dni.calc_check_digit(b)
+
+
+def g_vat_fr(r):
+    """FR, a key (numeric for most, a letter key sometimes) and a SIREN."""
+    while True:
+        body = rd(r, 8)
+        siren = body + luhn.calc_check_digit(body)
+        if r.random() < 0.8:
+            return "FR" + f"{int(siren + '12') % 97:02d}" + siren
+        v = "FR" + r.choice("0123456789ABCDEFGHJKLMNPQRSTUVWXYZ") + r.choice("ABCDEFGHJKLMNPQRSTUVWXYZ") + siren
+        if tva.is_valid(v):
+            return v
+
+
+def g_cif(r):
+    body = r.choice("ABCDEFGHJNPQRSUVW") + rd(r, 7)
+    return body + cif.calc_check_digits(body)[r.randint(0, 1)]
+
+
+def g_vat_es_cif(r):
+    return "ES" + g_cif(r)
 
 
 def n_vat(valid, pos_from_end=1, alphabet=D):
