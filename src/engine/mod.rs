@@ -44,9 +44,6 @@ struct Matcher {
     guide: Option<Guide>,
     /// Bytes of which every match holds one; `None` when there is no such set.
     required: Option<Vec<u8>>,
-    /// The longest match, when the pattern's matches are bounded (see
-    /// [`windowed`]).
-    max_len: Option<usize>,
     validator: Validator,
     /// Sources of the exact and boundary-free forms, for the streaming
     /// liveness automata (built only when a pack is first streamed).
@@ -61,7 +58,6 @@ impl Matcher {
             filter: p.filter_regex.clone(),
             guide: p.filter_regex.as_ref().and_then(|_| Guide::new(p)),
             required: p.required.clone(),
-            max_len: p.max_len,
             validator,
             exact_src: p.exact_src.clone(),
             filter_src: p.filter_regex.as_ref().map(|_| p.filter.clone()),
@@ -195,7 +191,8 @@ pub struct Evaluator {
     rules: Vec<RuleInfo>,
     /// Which matchers each byte value can start to satisfy.
     required: RequiredBytes,
-    /// Each matcher's longest match, when bounded (for the combined pass).
+    /// Each matcher's longest match, when its matches are bounded (for the
+    /// combined pass and [`windowed`]).
     max_lens: Vec<Option<usize>>,
     /// Idle cache sets; an evaluation that finds none makes a new one.
     caches: Mutex<Vec<Caches>>,
@@ -269,7 +266,11 @@ impl Evaluator {
         let required = RequiredBytes::new(matchers.iter().map(|m| m.required.as_deref()));
         let evaluator = Self {
             required,
-            max_lens: matchers.iter().map(|m| m.max_len).collect(),
+            max_lens: rules
+                .iter()
+                .map(|r| r.pattern.max_len)
+                .chain(program.codons.iter().map(|c| c.pattern.max_len))
+                .collect(),
             pack_id: pack_id.to_string(),
             pack_version: pack_version.to_string(),
             matchers,
@@ -818,7 +819,7 @@ impl Evaluator {
         stretches: &[(usize, usize)],
         ascii: bool,
     ) -> Option<Vec<(usize, usize)>> {
-        self.matchers[i].max_len?;
+        self.max_lens.get(i).copied().flatten()?;
         let stretches = windowed::confined(text, stretches)?;
         let bytes = text.as_bytes();
         let plain = ascii
