@@ -240,6 +240,30 @@ fn inclusion_proofs_match_the_published_vectors() {
 }
 
 /// verify_test.go's corruptInclusionProof: none of these may verify.
+/// Edits of `proof` that no verifier may accept (verify_test.go's
+/// corruptions): each of `extras` appended and prepended, `bit` flipped in
+/// the first byte of each component, the last component removed.
+fn edited_proofs(proof: &[Hash], extras: &[(Hash, &str)], bit: u8) -> Vec<(Vec<Hash>, String)> {
+    let mut out = Vec::new();
+    for (extra, name) in extras {
+        let mut trailing = proof.to_vec();
+        trailing.push(*extra);
+        out.push((trailing, format!("trailing {name}")));
+        let mut preceding = vec![*extra];
+        preceding.extend_from_slice(proof);
+        out.push((preceding, format!("preceding {name}")));
+    }
+    for i in 0..proof.len() {
+        let mut flipped = proof.to_vec();
+        flipped[i][0] ^= bit;
+        out.push((flipped, format!("proof[{i}] bit {}", bit.trailing_zeros())));
+    }
+    if let Some((_, shorter)) = proof.split_last() {
+        out.push((shorter.to_vec(), "last component removed".into()));
+    }
+    out
+}
+
 fn assert_no_corrupt_inclusion_verifies(
     leaf: &Hash,
     index: u64,
@@ -249,9 +273,6 @@ fn assert_no_corrupt_inclusion_verifies(
 ) {
     let some = h(SOME_HASH);
     let garbage = [0u8; 32];
-    let with = |front: &[Hash], back: &[Hash]| -> Vec<Hash> {
-        front.iter().chain(proof).chain(back).copied().collect()
-    };
     let mut probes: Vec<(u64, u64, Hash, Hash, Vec<Hash>, String)> = vec![
         (
             index.wrapping_sub(1),
@@ -317,60 +338,9 @@ fn assert_no_corrupt_inclusion_verifies(
             proof.to_vec(),
             "random root".into(),
         ),
-        (
-            index,
-            size,
-            *leaf,
-            *root_hash,
-            with(&[], &[garbage]),
-            "trailing garbage".into(),
-        ),
-        (
-            index,
-            size,
-            *leaf,
-            *root_hash,
-            with(&[], &[*root_hash]),
-            "trailing root".into(),
-        ),
-        (
-            index,
-            size,
-            *leaf,
-            *root_hash,
-            with(&[garbage], &[]),
-            "preceding garbage".into(),
-        ),
-        (
-            index,
-            size,
-            *leaf,
-            *root_hash,
-            with(&[*root_hash], &[]),
-            "preceding root".into(),
-        ),
     ];
-    for i in 0..proof.len() {
-        let mut wrong = proof.to_vec();
-        wrong[i][0] ^= 8;
-        probes.push((
-            index,
-            size,
-            *leaf,
-            *root_hash,
-            wrong,
-            format!("proof[{i}] bit 3"),
-        ));
-    }
-    if let Some((_, shorter)) = proof.split_last() {
-        probes.push((
-            index,
-            size,
-            *leaf,
-            *root_hash,
-            shorter.to_vec(),
-            "removed component".into(),
-        ));
+    for (edited, what) in edited_proofs(proof, &[(garbage, "garbage"), (*root_hash, "root")], 8) {
+        probes.push((index, size, *leaf, *root_hash, edited, what));
     }
     if proof.len() > 1 {
         let mut inserted = vec![proof[0], some];
@@ -550,79 +520,17 @@ fn assert_no_corrupt_consistency_verifies(
             new,
             *old_root,
             *new_root,
-            with(&[], &[garbage]),
-            "trailing garbage".into(),
-        ),
-        (
-            old,
-            new,
-            *old_root,
-            *new_root,
-            with(&[], &[*old_root]),
-            "trailing old root".into(),
-        ),
-        (
-            old,
-            new,
-            *old_root,
-            *new_root,
-            with(&[], &[*new_root]),
-            "trailing new root".into(),
-        ),
-        (
-            old,
-            new,
-            *old_root,
-            *new_root,
-            with(&[garbage], &[]),
-            "preceding garbage".into(),
-        ),
-        (
-            old,
-            new,
-            *old_root,
-            *new_root,
-            with(&[*old_root], &[]),
-            "preceding old root".into(),
-        ),
-        (
-            old,
-            new,
-            *old_root,
-            *new_root,
-            with(&[*new_root], &[]),
-            "preceding new root".into(),
-        ),
-        (
-            old,
-            new,
-            *old_root,
-            *new_root,
             with(&[proof[0]], &[]),
             "preceding proof[0]".into(),
         ),
     ];
-    if let Some((_, shorter)) = proof.split_last() {
-        probes.push((
-            old,
-            new,
-            *old_root,
-            *new_root,
-            shorter.to_vec(),
-            "truncated proof".into(),
-        ));
-    }
-    for i in 0..proof.len() {
-        let mut wrong = p.clone();
-        wrong[i][0] ^= 16;
-        probes.push((
-            old,
-            new,
-            *old_root,
-            *new_root,
-            wrong,
-            format!("proof[{i}] bit 4"),
-        ));
+    let extras = [
+        (garbage, "garbage"),
+        (*old_root, "old root"),
+        (*new_root, "new root"),
+    ];
+    for (edited, what) in edited_proofs(proof, &extras, 16) {
+        probes.push((old, new, *old_root, *new_root, edited, what));
     }
     for (old, new, old_root, new_root, proof, what) in probes {
         assert!(

@@ -579,6 +579,58 @@ const WINDOWED_PATTERNS: &[&str] = &[
     r"\bx\w+",
 ];
 
+/// The evaluator built from [`WINDOWED_PATTERNS`] without the pack check.
+fn windowed_pack() -> (Evaluator, Vec<CompiledPattern>) {
+    let compiled: Vec<CompiledPattern> = WINDOWED_PATTERNS
+        .iter()
+        .map(|p| crate::pattern::compile(p, &[]).unwrap())
+        .collect();
+    // Built without the pack cost check: some are dense on purpose.
+    let rules: Vec<CustomRule> = compiled
+        .iter()
+        .enumerate()
+        .map(|(i, p)| CustomRule {
+            id: format!("r{i}"),
+            rule_type: RuleType::Regex,
+            action: RuleAction::Redact,
+            description: None,
+            pattern: p.clone(),
+        })
+        .collect();
+    (Evaluator::new("t.p.v1", "1", &rules).unwrap(), compiled)
+}
+
+/// The plumbing the property test below cannot see: the pass reads each
+/// matcher's own bound, and a bounded pattern is confined to the stretch
+/// before its one match (here the SSN's 11 bytes), an unbounded one is not.
+#[test]
+fn a_bounded_pattern_is_searched_only_before_its_match_ends() {
+    let (e, _) = windowed_pack();
+    let text = format!("x12 {} 123-45-6789", "q".repeat(300));
+    let n = text.len();
+    let dfa = e.ends.as_ref().unwrap();
+    let mut cache = dfa.create_cache();
+    let pattern::ends::Pass::Known(pass) = pattern::ends::pass(
+        dfa,
+        &mut cache,
+        &text,
+        &e.max_lens,
+        pattern::ends::ENDS_BASE,
+    ) else {
+        panic!("the pass gave up");
+    };
+    assert_eq!(pass.stretches[0], vec![(n - 11, n)]);
+    assert_eq!(
+        e.stretches(0, &text, &pass.stretches[0], true),
+        Some(vec![(n - 11, n)])
+    );
+    // `\bx\w+` (the last) is unbounded: seen, searched whole.
+    let last = WINDOWED_PATTERNS.len() - 1;
+    assert!(pass.seen[last] && pass.stretches[last].is_empty());
+    assert_eq!(e.stretches(last, &text, &pass.stretches[last], true), None);
+    assert_eq!(e.matches(&text)[0], vec![(n - 11, n)]);
+}
+
 proptest::proptest! {
     #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
 
@@ -590,25 +642,7 @@ proptest::proptest! {
         text in "[a-cinxAB0-9 .:\\-éß会\u{301}\n]{0,300}"
     ) {
         static PACK: OnceLock<(Evaluator, Vec<CompiledPattern>)> = OnceLock::new();
-        let (e, compiled) = PACK.get_or_init(|| {
-            let compiled: Vec<CompiledPattern> = WINDOWED_PATTERNS
-                .iter()
-                .map(|p| crate::pattern::compile(p, &[]).unwrap())
-                .collect();
-            // Built without the pack cost check: some are dense on purpose.
-            let rules: Vec<CustomRule> = compiled
-                .iter()
-                .enumerate()
-                .map(|(i, p)| CustomRule {
-                    id: format!("r{i}"),
-                    rule_type: RuleType::Regex,
-                    action: RuleAction::Redact,
-                    description: None,
-                    pattern: p.clone(),
-                })
-                .collect();
-            (Evaluator::new("t.p.v1", "1", &rules).unwrap(), compiled)
-        });
+        let (e, compiled) = PACK.get_or_init(windowed_pack);
         let found = e.matches(&text);
         for (i, c) in compiled.iter().enumerate() {
             let want: Vec<(usize, usize)> = c

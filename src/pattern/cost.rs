@@ -84,7 +84,9 @@
 //! [`check_pack`] runs every pattern of a pack over every probe text of the
 //! others (and random texts over all their alphabets), prices each as above,
 //! counts nothing for a pattern whose required bytes a text lacks (the
-//! engine's first pass skips it), and holds the sum to the same limit.
+//! engine's first pass skips it) or that the engine's combined pass, run on
+//! the same probe and priced by the ends it reports, leaves out, and holds
+//! the sum to the same limit.
 //!
 //! # What it does not bound
 //!
@@ -130,7 +132,7 @@ const NS_PER_MATCH: usize = 40;
 /// The first pass of one of a pack's patterns over a text, per byte, in ns
 /// ([`check_pack`]): a plain scan that literal prefilters mostly skip.
 pub const NS_PER_PASS_BYTE: usize = 1;
-/// One pass of a pack's combined set over a text, per byte, in ns
+/// One combined pass ([`super::ends::pass`]) over a text, per byte, in ns
 /// (measured 1.7 ns, [`super::SET_THRESHOLD`]).
 pub const NS_PER_SET_BYTE: usize = 2;
 /// Each match end the combined pass reports, in ns (measured: BENCHMARKS.md,
