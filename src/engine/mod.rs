@@ -27,7 +27,6 @@ use crate::pattern::{self, CompiledPattern, SET_THRESHOLD};
 use crate::program::{ContextScan, FieldRef, Program};
 use crate::rules::{CustomRule, RuleAction, RuleType};
 use guided::{guided_search, Guide, GuideCaches, GuidedCaches, Want};
-use regex_automata::hybrid;
 use regex_automata::meta::{Cache, Regex};
 use regex_automata::util::iter::Searcher;
 use regex_automata::{Anchored, Input, Match, MatchError};
@@ -145,8 +144,8 @@ struct Caches {
     filter: Vec<Option<Cache>>,
     /// The guides' lazy DFAs.
     guide: Vec<Option<GuideCaches>>,
-    /// The combined pass's lazy DFA ([`pattern::ends`]).
-    ends: Option<hybrid::dfa::Cache>,
+    /// The combined passes' lazy DFAs ([`pattern::ends::Tree`]).
+    ends: pattern::ends::TreeCaches,
 }
 
 /// Cache sets warmed at load: one per core (at most 8), so the first
@@ -184,10 +183,11 @@ pub struct Evaluator {
     /// (`Program::streams_natively`); a stream of any other program is
     /// judged whole at its end (see [`Session`]).
     native: bool,
-    /// One automaton over every matcher's boundary-free form, which reports
-    /// where each one's matches end ([`pattern::ends`]); `None` when it could not
-    /// be built, and every candidate matcher then runs on the whole payload.
-    ends: Option<hybrid::dfa::DFA>,
+    /// Automata over every matcher's boundary-free form (and over halves of
+    /// them), which report where each one's matches end
+    /// ([`pattern::ends::Tree`]); a matcher no finished pass covers runs on
+    /// the whole payload.
+    ends: pattern::ends::Tree,
     rules: Vec<RuleInfo>,
     /// Which matchers each byte value can start to satisfy.
     required: RequiredBytes,
@@ -211,7 +211,7 @@ impl std::fmt::Debug for Evaluator {
         f.debug_struct("Evaluator")
             .field("pack_id", &self.pack_id)
             .field("rules", &self.rules.len())
-            .field("ends", &self.ends.is_some())
+            .field("ends", &!self.ends.is_empty())
             .finish()
     }
 }
@@ -262,7 +262,7 @@ impl Evaluator {
             matchers.push(Matcher::new(&c.pattern, c.validator));
             filters.push(c.pattern.filter.as_str());
         }
-        let ends = pattern::ends::build(&filters);
+        let ends = pattern::ends::Tree::build(&filters);
         let required = RequiredBytes::new(matchers.iter().map(|m| m.required.as_deref()));
         let evaluator = Self {
             required,
@@ -305,7 +305,7 @@ impl Evaluator {
                 .iter()
                 .map(|m| m.guide.as_ref().map(Guide::caches))
                 .collect(),
-            ends: self.ends.as_ref().map(hybrid::dfa::DFA::create_cache),
+            ends: self.ends.create_caches(),
         }
     }
 
@@ -340,15 +340,13 @@ impl Evaluator {
         let ascii = text.is_ascii();
         let mut ends = None;
         if candidates.len() > SET_THRESHOLD {
-            if let (Some(dfa), Some(cache)) = (&self.ends, caches.ends.as_mut()) {
-                let base = pattern::ends::ENDS_BASE;
-                if let pattern::ends::Pass::Known(pass) =
-                    pattern::ends::pass(dfa, cache, text, &self.max_lens, base)
-                {
-                    candidates.retain(|&i| pass.seen[i]);
-                    ends = Some(pass.stretches);
-                }
-            }
+            let base = pattern::ends::ENDS_BASE;
+            let found = self
+                .ends
+                .run(&mut caches.ends, text, &self.max_lens, base, !ascii);
+            // A matcher no finished pass covered is searched whole.
+            candidates.retain(|&i| !found.known[i] || found.seen[i]);
+            ends = Some(found);
         }
         let mut found: Vec<Vec<(usize, usize)>> = Vec::new();
         if !candidates.is_empty() {
@@ -356,7 +354,8 @@ impl Evaluator {
             for i in candidates {
                 let stretches = ends
                     .as_ref()
-                    .and_then(|e| self.stretches(i, text, e.get(i)?, ascii));
+                    .filter(|e| e.known.get(i) == Some(&true))
+                    .and_then(|e| self.stretches(i, text, e.stretches.get(i)?, ascii));
                 found[i] = self.find_all(i, text, ascii, caches, stretches);
             }
         }

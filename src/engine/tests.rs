@@ -586,7 +586,13 @@ fn windowed_pack() -> (Evaluator, Vec<CompiledPattern>) {
         .map(|p| crate::pattern::compile(p, &[]).unwrap())
         .collect();
     // Built without the pack cost check: some are dense on purpose.
-    let rules: Vec<CustomRule> = compiled
+    let rules = redact_rules(&compiled);
+    (Evaluator::new("t.p.v1", "1", &rules).unwrap(), compiled)
+}
+
+/// A redacting rule `r<i>` for each pattern.
+fn redact_rules(patterns: &[CompiledPattern]) -> Vec<CustomRule> {
+    patterns
         .iter()
         .enumerate()
         .map(|(i, p)| CustomRule {
@@ -596,8 +602,7 @@ fn windowed_pack() -> (Evaluator, Vec<CompiledPattern>) {
             description: None,
             pattern: p.clone(),
         })
-        .collect();
-    (Evaluator::new("t.p.v1", "1", &rules).unwrap(), compiled)
+        .collect()
 }
 
 /// The plumbing the property test below cannot see: the pass reads each
@@ -608,17 +613,16 @@ fn a_bounded_pattern_is_searched_only_before_its_match_ends() {
     let (e, _) = windowed_pack();
     let text = format!("x12 {} 123-45-6789", "q".repeat(300));
     let n = text.len();
-    let dfa = e.ends.as_ref().unwrap();
-    let mut cache = dfa.create_cache();
-    let pattern::ends::Pass::Known(pass) = pattern::ends::pass(
-        dfa,
-        &mut cache,
+    let mut caches = e.ends.create_caches();
+    let pass = e.ends.run(
+        &mut caches,
         &text,
         &e.max_lens,
         pattern::ends::ENDS_BASE,
-    ) else {
-        panic!("the pass gave up");
-    };
+        false,
+    );
+    assert!(pass.known.iter().all(|&k| k), "the pass gave up");
+    assert_eq!(pass.passes, 1);
     assert_eq!(pass.stretches[0], vec![(n - 11, n)]);
     assert_eq!(
         e.stretches(0, &text, &pass.stretches[0], true),
@@ -629,6 +633,49 @@ fn a_bounded_pattern_is_searched_only_before_its_match_ends() {
     assert!(pass.seen[last] && pass.stretches[last].is_empty());
     assert_eq!(e.stretches(last, &text, &pass.stretches[last], true), None);
     assert_eq!(e.matches(&text)[0], vec![(n - 11, n)]);
+}
+
+/// A pack whose pass over all patterns gives up on a non-ASCII text, while
+/// the pass over the half with the literals does not: the literals are
+/// searched only near their ends, and every matcher finds what a search of
+/// the whole text finds.
+#[test]
+fn where_the_pass_over_all_gives_up_the_halves_narrow_the_same_matches() {
+    let (srcs, text) = pattern::ends::tests::explosive_and_plain();
+    let compiled: Vec<CompiledPattern> = srcs
+        .iter()
+        .map(|p| crate::pattern::compile(p, &[]).unwrap())
+        .collect();
+    let rules = redact_rules(&compiled);
+    let e = Evaluator::new("t.p.v1", "1", &rules).unwrap();
+    let mut caches = e.ends.create_caches();
+    let found = e.ends.run(
+        &mut caches,
+        &text,
+        &e.max_lens,
+        pattern::ends::ENDS_BASE,
+        true,
+    );
+    // The built-in codons follow the rules: the second half of the 38
+    // matchers holds most literals.
+    assert!(found.passes > 1 && !found.known[0]);
+    assert!(found.known[19..32].iter().all(|&k| k));
+    let matches = e.matches(&text);
+    for (i, r) in rules.iter().enumerate() {
+        let want: Vec<(usize, usize)> = r
+            .pattern
+            .exact
+            .find_iter(&text)
+            .map(|m| (m.start(), m.end()))
+            .collect();
+        assert_eq!(
+            matches.get(i).cloned().unwrap_or_default(),
+            want,
+            "{}",
+            srcs[i]
+        );
+    }
+    assert!(matches.iter().flatten().count() > 1000);
 }
 
 proptest::proptest! {

@@ -412,8 +412,8 @@ pub fn check_pack(patterns: &[PackPattern<'_>]) -> Result<PackCost, PackCostErro
         .iter()
         .map(|p| p.filter.unwrap_or(p.exact))
         .collect();
-    let union = super::ends::build(&forms);
-    let mut union_cache = union.as_ref().map(dfa::DFA::create_cache);
+    let union = super::ends::Tree::build(&forms);
+    let mut union_caches = union.create_caches();
     let mut worst = PackCost {
         probes: texts.len(),
         ns_per_byte: 0,
@@ -430,7 +430,7 @@ pub fn check_pack(patterns: &[PackPattern<'_>]) -> Result<PackCost, PackCostErro
         }
         let candidates = priced.iter().filter(|p| p.is_some()).count();
         let (kept, pass_ns) = if candidates > super::SET_THRESHOLD {
-            narrowed(union.as_ref(), union_cache.as_mut(), text, patterns.len())
+            narrowed(&union, &mut union_caches, text, patterns.len())
         } else {
             (None, 0)
         };
@@ -454,33 +454,32 @@ pub fn check_pack(patterns: &[PackPattern<'_>]) -> Result<PackCost, PackCostErro
     Ok(worst)
 }
 
-/// What the engine's combined pass ([`super::ends::pass`]) leaves of a
-/// pack's `patterns` on `text` (`None`: all of them) and what it costs a
-/// byte: [`NS_PER_SET_BYTE`] and [`NS_PER_END`] for each end it reports.
-/// It runs without the engine's base budget of ends, as on a text long
-/// enough for the base not to count: a text denser in ends stops it at
-/// one end every [`super::ends::BYTES_PER_END`] bytes. A pass that gives
-/// up has built a cache of states, a cost that does not grow with the
-/// text.
+/// What the engine's combined passes ([`super::ends::Tree::run`]) leave
+/// of a pack's `patterns` on `text` (`None`: all of them) and what they
+/// cost a byte: [`NS_PER_SET_BYTE`] for each pass that runs (one that gives
+/// up is priced as if it read the whole text) and [`NS_PER_END`] for each
+/// end they report. They run without the engine's base budget of ends, as
+/// on a text long enough for the base not to count: a text denser in ends
+/// stops them at one end every [`super::ends::BYTES_PER_END`] bytes.
 fn narrowed(
-    union: Option<&dfa::DFA>,
-    cache: Option<&mut dfa::Cache>,
+    union: &super::ends::Tree,
+    caches: &mut super::ends::TreeCaches,
     text: &str,
     patterns: usize,
 ) -> (Option<Vec<bool>>, usize) {
-    use super::ends::{pass, Pass, BYTES_PER_END};
-    let (Some(union), Some(cache)) = (union, cache) else {
+    if union.is_empty() {
         return (None, 0);
-    };
-    let lens = vec![None; patterns];
-    match pass(union, cache, text, &lens, 0) {
-        Pass::Known(e) => (
-            Some(e.seen),
-            NS_PER_SET_BYTE + e.count * NS_PER_END / text.len().max(1),
-        ),
-        Pass::Dense => (None, NS_PER_SET_BYTE + NS_PER_END / BYTES_PER_END),
-        Pass::GaveUp => (None, NS_PER_SET_BYTE),
     }
+    let lens = vec![None; patterns];
+    let found = union.run(caches, text, &lens, 0, !text.is_ascii());
+    let ns = found.passes * NS_PER_SET_BYTE + found.count * NS_PER_END / text.len().max(1);
+    let kept = found
+        .known
+        .iter()
+        .zip(&found.seen)
+        .map(|(&known, &seen)| !known || seen)
+        .collect();
+    (Some(kept), ns)
 }
 
 /// One pattern of a pack with its automata and their caches.

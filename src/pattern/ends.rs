@@ -1,6 +1,8 @@
 //! The combined pass over a pack's patterns ([§6.1](docs/evaluation.md#s6-1), [§11.4](docs/limits.md#s11-4)): one
-//! lazy DFA over every pattern's boundary-free form whose overlapping
-//! search reports which patterns match and where each match ends. The
+//! lazy DFA over every pattern's boundary-free form (and, for a text on
+//! which it gives up, DFAs over halves of them: [`Tree`]) whose
+//! overlapping search reports which patterns match and where each match
+//! ends. The
 //! engine searches only those patterns, near those ends; the pack cost
 //! check runs the same pass on its probes. Reads only the text it is given
 //! and keeps nothing of it.
@@ -32,6 +34,175 @@ pub const CACHE_CAPACITY: usize = 512 << 10;
 /// bytes than this per state it built since the last time: the states
 /// would cost more than the searches the pass saves.
 pub const MIN_BYTES_PER_STATE: usize = 64;
+
+/// Most patterns under one automaton of a [`Tree`] that has no smaller
+/// ones: a pass that gives up on a text hands its patterns to automata over
+/// halves of them, down to this many.
+pub const LEAF: usize = 8;
+
+/// The combined passes of a pack: an automaton over every pattern, and
+/// under it automata over each half, down to [`LEAF`] patterns. Many
+/// patterns with counted repetitions make the one automaton build a state
+/// every few bytes on some texts (1 MiB of the curated `secrets` pack's
+/// values: its 25 patterns give up after 15 µs), while a few of them
+/// together settle (8 of them: 2.5 ms for the MiB). Built at load;
+/// the smaller automata run only on a text that makes a larger one give up.
+pub struct Tree {
+    nodes: Vec<Node>,
+}
+
+/// An automaton over `patterns[range]`, and the nodes over its halves.
+struct Node {
+    range: std::ops::Range<usize>,
+    dfa: Option<DFA>,
+    halves: Option<[usize; 2]>,
+}
+
+/// The lazy-DFA caches of a [`Tree`]'s automata, one per node (for one
+/// search at a time).
+pub type TreeCaches = Vec<Option<Cache>>;
+
+/// What the passes of a [`Tree`] learnt.
+#[derive(Debug)]
+pub struct Found {
+    /// `known[i]`: a pass that finished covered pattern `i`, so `seen[i]`
+    /// and `stretches[i]` hold; the others must be searched whole.
+    pub known: Vec<bool>,
+    /// `seen[i]`: pattern `i` matches somewhere (when known).
+    pub seen: Vec<bool>,
+    /// As [`Ends::stretches`], for the known patterns.
+    pub stretches: Vec<Vec<(usize, usize)>>,
+    /// How many ends the passes reported.
+    pub count: usize,
+    /// How many passes ran (to the end of the text or not).
+    pub passes: usize,
+}
+
+impl Tree {
+    /// The tree over `srcs`. A node whose automaton cannot be built (see
+    /// [`build`]) is a pass that gives up at once.
+    pub fn build(srcs: &[&str]) -> Self {
+        let mut tree = Self { nodes: Vec::new() };
+        if !srcs.is_empty() {
+            tree.node(srcs, 0..srcs.len());
+        }
+        tree
+    }
+
+    fn node(&mut self, srcs: &[&str], range: std::ops::Range<usize>) -> usize {
+        let k = self.nodes.len();
+        self.nodes.push(Node {
+            dfa: build(&srcs[range.clone()]),
+            range: range.clone(),
+            halves: None,
+        });
+        if range.len() > LEAF {
+            let mid = range.start + range.len().div_ceil(2);
+            let a = self.node(srcs, range.start..mid);
+            let b = self.node(srcs, mid..range.end);
+            self.nodes[k].halves = Some([a, b]);
+        }
+        k
+    }
+
+    /// Whether the tree has an automaton at all.
+    pub fn is_empty(&self) -> bool {
+        self.nodes.iter().all(|n| n.dfa.is_none())
+    }
+
+    /// A cache for each automaton.
+    pub fn create_caches(&self) -> TreeCaches {
+        self.nodes
+            .iter()
+            .map(|n| n.dfa.as_ref().map(DFA::create_cache))
+            .collect()
+    }
+
+    /// Runs the automaton over every pattern on `text` and, with `halves`,
+    /// where a pass gives up, those over its halves. All passes share one
+    /// budget of ends (`base` plus one per [`BYTES_PER_END`] bytes): a text
+    /// denser than that stops them, and the patterns no finished pass
+    /// covered are unknown. `lens` as in [`pass`].
+    ///
+    /// The engine asks for the halves on non-ASCII text only: there a
+    /// pattern with `\b` searched whole takes the guided search (about
+    /// 2 ns a byte, as a pass), while on ASCII text its search mostly
+    /// skips from one literal prefix to the next, and passes over halves
+    /// cost more than they save (1 MiB of the curated packs' test values:
+    /// `secrets` 20–26 ms with the root pass alone, 35 ms with the halves;
+    /// the same text with its Japanese and Korean values, 56–68 ms against
+    /// 35–43 ms).
+    pub fn run(
+        &self,
+        caches: &mut [Option<Cache>],
+        text: &str,
+        lens: &[Option<usize>],
+        base: usize,
+        halves: bool,
+    ) -> Found {
+        let n = lens.len();
+        let mut found = Found {
+            known: vec![false; n],
+            seen: vec![false; n],
+            stretches: vec![Vec::new(); n],
+            count: 0,
+            passes: 0,
+        };
+        let budget = base + text.len() / BYTES_PER_END;
+        let mut todo = if self.nodes.is_empty() {
+            vec![]
+        } else {
+            vec![0]
+        };
+        while let Some(k) = todo.pop() {
+            let node = &self.nodes[k];
+            let Some(lens) = lens.get(node.range.clone()) else {
+                continue;
+            };
+            let outcome = match (&node.dfa, caches.get_mut(k).and_then(Option::as_mut)) {
+                (Some(dfa), Some(cache)) => {
+                    found.passes += 1;
+                    pass_within(dfa, cache, text, lens, budget - found.count)
+                }
+                _ => Pass::GaveUp,
+            };
+            if std::env::var("HXDBG").is_ok() {
+                eprintln!(
+                    "node {k} {:?} {}",
+                    node.range,
+                    match &outcome {
+                        Pass::Known(e) => format!("known {}", e.count),
+                        Pass::Dense => "dense".into(),
+                        _ => "gaveup".into(),
+                    }
+                );
+            }
+            match outcome {
+                Pass::Known(mut ends) => {
+                    found.count += ends.count;
+                    for (j, i) in node.range.clone().enumerate() {
+                        found.known[i] = true;
+                        found.seen[i] = ends.seen[j];
+                        found.stretches[i] = std::mem::take(&mut ends.stretches[j]);
+                    }
+                }
+                Pass::Dense => {
+                    // The budget is spent: nothing more is learnt.
+                    found.count = budget;
+                    break;
+                }
+                Pass::GaveUp if halves => {
+                    if let Some([a, b]) = node.halves {
+                        todo.push(b);
+                        todo.push(a);
+                    }
+                }
+                Pass::GaveUp => {}
+            }
+        }
+        found
+    }
+}
 
 /// One automaton over many patterns (`MatchKind::All`); `None` if it
 /// exceeds [`SIZE_LIMIT`] or cannot be built (a pattern the lazy DFA cannot
@@ -84,6 +255,17 @@ pub enum Pass {
 /// One overlapping pass of `dfa` over `text`. `lens[i]` is pattern `i`'s
 /// longest match when it is bounded (its stretches are recorded).
 pub fn pass(dfa: &DFA, cache: &mut Cache, text: &str, lens: &[Option<usize>], base: usize) -> Pass {
+    pass_within(dfa, cache, text, lens, base + text.len() / BYTES_PER_END)
+}
+
+/// [`pass`] with a budget of ends: past it, [`Pass::Dense`].
+fn pass_within(
+    dfa: &DFA,
+    cache: &mut Cache,
+    text: &str,
+    lens: &[Option<usize>],
+    budget: usize,
+) -> Pass {
     let input = Input::new(text);
     let mut state = OverlappingState::start();
     let patterns = lens.len();
@@ -92,7 +274,6 @@ pub fn pass(dfa: &DFA, cache: &mut Cache, text: &str, lens: &[Option<usize>], ba
         stretches: vec![Vec::new(); patterns],
         count: 0,
     };
-    let budget = base + text.len() / BYTES_PER_END;
     loop {
         if dfa
             .try_search_overlapping_fwd(cache, &input, &mut state)
@@ -122,7 +303,7 @@ pub fn pass(dfa: &DFA, cache: &mut Cache, text: &str, lens: &[Option<usize>], ba
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     fn known(p: Pass) -> Ends {
@@ -187,6 +368,67 @@ mod tests {
         ));
     }
 
+    /// Sixteen overlapping counted repetitions that never match (they end
+    /// in a digit), then sixteen two-letter literals; and a text of random
+    /// letters with an `é`, on which the first ones build a state at
+    /// nearly every byte.
+    pub(crate) fn explosive_and_plain() -> (Vec<String>, String) {
+        let mut srcs: Vec<String> = (0..16)
+            .map(|i| format!("[a-{}][a-z]{{{}}}0", char::from(b'b' + i), 8 + i))
+            .collect();
+        srcs.extend((0..16).map(|i| format!("q{}", char::from(b'a' + i))));
+        let mut text = random_letters(7, 64 << 10);
+        text.push('é');
+        (srcs, text)
+    }
+
+    /// `n` pseudo-random lower-case letters (xorshift from `seed`).
+    fn random_letters(seed: u64, n: usize) -> String {
+        let mut x = seed;
+        (0..n)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                char::from(b'a' + (x % 26) as u8)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn where_the_pass_over_all_gives_up_the_halves_still_narrow() {
+        let (srcs, text) = explosive_and_plain();
+        let srcs: Vec<&str> = srcs.iter().map(String::as_str).collect();
+        let tree = Tree::build(&srcs);
+        let mut caches = tree.create_caches();
+        let lens = vec![Some(2); srcs.len()];
+        // Without halves, the one pass gives up: nothing is known.
+        let found = tree.run(&mut caches, &text, &lens, ENDS_BASE, false);
+        assert_eq!(found.passes, 1);
+        assert!(found.known.iter().all(|&k| !k));
+        // With them, the literals' half is known, and what it says holds.
+        let found = tree.run(&mut caches, &text, &lens, ENDS_BASE, true);
+        assert!(found.passes >= 3);
+        assert!(found.known[16..].iter().all(|&k| k));
+        for (i, src) in srcs.iter().enumerate().skip(16) {
+            let at: Vec<usize> = text.match_indices(&src[..2]).map(|(s, _)| s).collect();
+            assert_eq!(found.seen[i], !at.is_empty(), "{src}");
+            let merged = at.iter().fold(Vec::<(usize, usize)>::new(), |mut v, &s| {
+                match v.last_mut() {
+                    Some(last) if s <= last.1 => last.1 = s + 2,
+                    _ => v.push((s, s + 2)),
+                }
+                v
+            });
+            assert_eq!(found.stretches[i], merged, "{src}");
+        }
+        let occurrences: usize = srcs[16..]
+            .iter()
+            .map(|src| text.matches(&src[..2]).count())
+            .sum();
+        assert_eq!(found.count, occurrences);
+    }
+
     #[test]
     fn a_text_that_keeps_building_states_makes_the_pass_give_up() {
         // Twenty overlapping counted repetitions: random letters make
@@ -197,15 +439,7 @@ mod tests {
         let srcs: Vec<&str> = srcs.iter().map(String::as_str).collect();
         let d = build(&srcs).unwrap();
         let mut cache = d.create_cache();
-        let mut x = 1u64;
-        let text: String = (0..(1 << 20))
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                char::from(b'a' + (x % 26) as u8)
-            })
-            .collect();
+        let text = random_letters(1, 1 << 20);
         let lens = vec![None; srcs.len()];
         assert!(matches!(
             pass(&d, &mut cache, &text, &lens, ENDS_BASE),
