@@ -64,6 +64,12 @@ pub struct CompiledPattern {
     /// DFA engines run it on any text, where Unicode `\b` makes them give up
     /// on non-ASCII input.
     pub filter: String,
+    /// The exact pattern with ASCII word boundaries (`(?-u:\b)`): on ASCII
+    /// text it matches exactly where the exact one does (every character
+    /// is a word character for both or for neither), and the lazy DFA runs
+    /// it, so the combined pass over ASCII text reports the ends of exact
+    /// matches only (none inside a long run of letters and digits).
+    pub ascii_words: String,
     /// The filter compiled on its own; `None` when it is the exact pattern
     /// (no word boundary was removed).
     pub filter_regex: Option<Regex>,
@@ -123,6 +129,9 @@ pub fn compile(pattern: &str, flags: &[Flag]) -> Result<CompiledPattern, String>
         .map_err(|e| format!("is not a valid regular expression: {}", e.kind()))?;
     ascii_digits(&mut tree);
     let exact_src = print(&tree);
+    let mut ascii = tree.clone();
+    ascii_word_boundaries(&mut ascii);
+    let ascii_words = print(&ascii);
     strip_word_boundaries(&mut tree);
     let filter = print(&tree);
 
@@ -153,6 +162,7 @@ pub fn compile(pattern: &str, flags: &[Flag]) -> Result<CompiledPattern, String>
     Ok(CompiledPattern {
         exact,
         exact_src,
+        ascii_words,
         filter,
         filter_regex,
         required,
@@ -180,6 +190,7 @@ pub fn check_pack_cost(
         .map(|p| cost::PackPattern {
             exact: &p.exact_src,
             filter: p.filter_regex.as_ref().map(|_| p.filter.as_str()),
+            ascii_words: (p.ascii_words != p.exact_src).then_some(p.ascii_words.as_str()),
             required: p.required.as_deref(),
         })
         .collect();
@@ -361,19 +372,43 @@ fn class_item_digits(item: &mut ClassSetItem) {
     }
 }
 
+/// Whether an assertion is a word-boundary one.
+fn is_word_assertion(kind: &ast::AssertionKind) -> bool {
+    use ast::AssertionKind as K;
+    !matches!(kind, K::StartLine | K::EndLine | K::StartText | K::EndText)
+}
+
+/// Makes every word-boundary assertion ASCII: `\b` becomes `(?-u:\b)`.
+fn ascii_word_boundaries(tree: &mut Ast) {
+    match tree {
+        Ast::Assertion(a) if is_word_assertion(&a.kind) => {
+            let span = a.span;
+            let item = |kind| ast::FlagsItem { span, kind };
+            let assertion = std::mem::replace(tree, Ast::empty(span));
+            *tree = Ast::group(ast::Group {
+                span,
+                kind: ast::GroupKind::NonCapturing(ast::Flags {
+                    span,
+                    items: vec![
+                        item(ast::FlagsItemKind::Negation),
+                        item(ast::FlagsItemKind::Flag(ast::Flag::Unicode)),
+                    ],
+                }),
+                ast: Box::new(assertion),
+            });
+        }
+        Ast::Repetition(r) => ascii_word_boundaries(&mut r.ast),
+        Ast::Group(g) => ascii_word_boundaries(&mut g.ast),
+        Ast::Alternation(a) => a.asts.iter_mut().for_each(ascii_word_boundaries),
+        Ast::Concat(c) => c.asts.iter_mut().for_each(ascii_word_boundaries),
+        _ => {}
+    }
+}
+
 /// Replaces every word-boundary assertion by the empty regex.
 fn strip_word_boundaries(tree: &mut Ast) {
     match tree {
-        Ast::Assertion(a) => {
-            use ast::AssertionKind as K;
-            let word = !matches!(
-                a.kind,
-                K::StartLine | K::EndLine | K::StartText | K::EndText
-            );
-            if word {
-                *tree = Ast::empty(a.span);
-            }
-        }
+        Ast::Assertion(a) if is_word_assertion(&a.kind) => *tree = Ast::empty(a.span),
         Ast::Repetition(r) => strip_word_boundaries(&mut r.ast),
         Ast::Group(g) => strip_word_boundaries(&mut g.ast),
         Ast::Alternation(a) => a.asts.iter_mut().for_each(strip_word_boundaries),
@@ -407,6 +442,12 @@ mod tests {
             "é is a word character for Unicode \\b"
         );
         assert_eq!(p.filter, "[[:digit:]]{3}");
+        assert_eq!(p.ascii_words, "(?-u:\\b)[[:digit:]]{3}(?-u:\\b)");
+        // On ASCII text the ASCII form matches where the exact one does.
+        let ascii = build(&p.ascii_words).unwrap();
+        for text in ["a 123 b", "a123 b", "_123", "123", "1234", "x 123_"] {
+            assert_eq!(ascii.is_match(text), p.exact.is_match(text), "{text}");
+        }
         let q = compile(r"[\d-]+x[^\D]", &[]).unwrap();
         assert!(q.exact.is_match("1-2x3"));
         assert!(!q.exact.is_match("١x٢"));

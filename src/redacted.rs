@@ -57,6 +57,7 @@ mod tests {
         let cost = crate::pattern::cost::PackPattern {
             exact: &rule.pattern.exact_src,
             filter: Some(&rule.pattern.filter),
+            ascii_words: Some(&rule.pattern.ascii_words),
             required: rule.pattern.required.as_deref(),
         };
         let patterns = [

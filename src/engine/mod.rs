@@ -146,6 +146,8 @@ struct Caches {
     guide: Vec<Option<GuideCaches>>,
     /// The combined passes' lazy DFAs ([`pattern::ends::Tree`]).
     ends: pattern::ends::TreeCaches,
+    /// The lazy DFA of the pass over ASCII text.
+    ascii_ends: pattern::ends::TreeCaches,
 }
 
 /// Cache sets warmed at load: one per core (at most 8), so the first
@@ -188,6 +190,10 @@ pub struct Evaluator {
     /// ([`pattern::ends::Tree`]); a matcher no finished pass covers runs on
     /// the whole payload.
     ends: pattern::ends::Tree,
+    /// On ASCII text, one automaton over every matcher's form with ASCII
+    /// word boundaries (exact there: [`CompiledPattern::ascii_words`]),
+    /// which reports only the ends of real matches.
+    ascii_ends: pattern::ends::Tree,
     rules: Vec<RuleInfo>,
     /// Which matchers each byte value can start to satisfy.
     required: RequiredBytes,
@@ -234,6 +240,7 @@ impl Evaluator {
         let n = rules.len() + program.codons.len();
         let mut matchers = Vec::with_capacity(n);
         let mut filters = Vec::with_capacity(n);
+        let mut ascii_forms = Vec::with_capacity(n);
         let mut infos = Vec::with_capacity(rules.len());
         for r in rules {
             matchers.push(Matcher::new(
@@ -244,6 +251,7 @@ impl Evaluator {
                 },
             ));
             filters.push(r.pattern.filter.as_str());
+            ascii_forms.push(r.pattern.ascii_words.as_str());
             infos.push(RuleInfo {
                 id: r.id.clone(),
                 severity: match r.action {
@@ -261,8 +269,10 @@ impl Evaluator {
         for c in &program.codons {
             matchers.push(Matcher::new(&c.pattern, c.validator));
             filters.push(c.pattern.filter.as_str());
+            ascii_forms.push(c.pattern.ascii_words.as_str());
         }
         let ends = pattern::ends::Tree::build(&filters);
+        let ascii_ends = pattern::ends::Tree::root(&ascii_forms);
         let required = RequiredBytes::new(matchers.iter().map(|m| m.required.as_deref()));
         let evaluator = Self {
             required,
@@ -277,6 +287,7 @@ impl Evaluator {
             native: program.streams_natively(),
             program,
             ends,
+            ascii_ends,
             rules: infos,
             caches: Mutex::new(Vec::new()),
             live: OnceLock::new(),
@@ -306,6 +317,7 @@ impl Evaluator {
                 .map(|m| m.guide.as_ref().map(Guide::caches))
                 .collect(),
             ends: self.ends.create_caches(),
+            ascii_ends: self.ascii_ends.create_caches(),
         }
     }
 
@@ -341,9 +353,14 @@ impl Evaluator {
         let mut ends = None;
         if candidates.len() > SET_THRESHOLD {
             let base = pattern::ends::ENDS_BASE;
-            let found = self
-                .ends
-                .run(&mut caches.ends, text, &self.max_lens, base, !ascii);
+            let found = if ascii {
+                let caches = &mut caches.ascii_ends;
+                self.ascii_ends
+                    .run(caches, text, &self.max_lens, base, false)
+            } else {
+                self.ends
+                    .run(&mut caches.ends, text, &self.max_lens, base, true)
+            };
             // A matcher no finished pass covered is searched whole.
             candidates.retain(|&i| !found.known[i] || found.seen[i]);
             ends = Some(found);

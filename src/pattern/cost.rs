@@ -307,6 +307,9 @@ pub struct PackPattern<'a> {
     pub exact: &'a str,
     /// Its word-boundary-free form, when it differs.
     pub filter: Option<&'a str>,
+    /// Its form with ASCII word boundaries, when it differs (as
+    /// [`super::CompiledPattern::ascii_words`]).
+    pub ascii_words: Option<&'a str>,
     /// Bytes of which every match holds one (the engine's first pass rules
     /// the pattern out of a payload holding none of them).
     pub required: Option<&'a [u8]>,
@@ -317,6 +320,10 @@ impl std::fmt::Debug for PackPattern<'_> {
         f.debug_struct("PackPattern")
             .field("exact", &crate::redacted::Redacted::of(self.exact))
             .field("filter", &self.filter.map(crate::redacted::Redacted::of))
+            .field(
+                "ascii_words",
+                &self.ascii_words.map(crate::redacted::Redacted::of),
+            )
             .field("required", &self.required.map(<[u8]>::len))
             .finish()
     }
@@ -414,6 +421,12 @@ pub fn check_pack(patterns: &[PackPattern<'_>]) -> Result<PackCost, PackCostErro
         .collect();
     let union = super::ends::Tree::build(&forms);
     let mut union_caches = union.create_caches();
+    let ascii_forms: Vec<&str> = patterns
+        .iter()
+        .map(|p| p.ascii_words.unwrap_or(p.exact))
+        .collect();
+    let ascii_union = super::ends::Tree::root(&ascii_forms);
+    let mut ascii_caches = ascii_union.create_caches();
     let mut worst = PackCost {
         probes: texts.len(),
         ns_per_byte: 0,
@@ -430,7 +443,11 @@ pub fn check_pack(patterns: &[PackPattern<'_>]) -> Result<PackCost, PackCostErro
         }
         let candidates = priced.iter().filter(|p| p.is_some()).count();
         let (kept, pass_ns) = if candidates > super::SET_THRESHOLD {
-            narrowed(&union, &mut union_caches, text, patterns.len())
+            if text.is_ascii() {
+                narrowed(&ascii_union, &mut ascii_caches, text, patterns.len())
+            } else {
+                narrowed(&union, &mut union_caches, text, patterns.len())
+            }
         } else {
             (None, 0)
         };

@@ -82,24 +82,34 @@ impl Tree {
     /// The tree over `srcs`. A node whose automaton cannot be built (see
     /// [`build`]) is a pass that gives up at once.
     pub fn build(srcs: &[&str]) -> Self {
+        Self::with_leaf(srcs, LEAF)
+    }
+
+    /// The automaton over every pattern alone, without halves (for ASCII
+    /// text, on which the engine runs no halves).
+    pub fn root(srcs: &[&str]) -> Self {
+        Self::with_leaf(srcs, usize::MAX)
+    }
+
+    fn with_leaf(srcs: &[&str], leaf: usize) -> Self {
         let mut tree = Self { nodes: Vec::new() };
         if !srcs.is_empty() {
-            tree.node(srcs, 0..srcs.len());
+            tree.node(srcs, 0..srcs.len(), leaf);
         }
         tree
     }
 
-    fn node(&mut self, srcs: &[&str], range: std::ops::Range<usize>) -> usize {
+    fn node(&mut self, srcs: &[&str], range: std::ops::Range<usize>, leaf: usize) -> usize {
         let k = self.nodes.len();
         self.nodes.push(Node {
             dfa: build(&srcs[range.clone()]),
             range: range.clone(),
             halves: None,
         });
-        if range.len() > LEAF {
+        if range.len() > leaf {
             let mid = range.start + range.len().div_ceil(2);
-            let a = self.node(srcs, range.start..mid);
-            let b = self.node(srcs, mid..range.end);
+            let a = self.node(srcs, range.start..mid, leaf);
+            let b = self.node(srcs, mid..range.end, leaf);
             self.nodes[k].halves = Some([a, b]);
         }
         k
