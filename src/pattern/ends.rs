@@ -152,65 +152,79 @@ impl Tree {
     ) -> Found {
         let n = lens.len();
         let mut found = Found {
-            known: vec![false; n],
-            seen: vec![false; n],
-            stretches: vec![Vec::new(); n],
+            known: Vec::new(),
+            seen: Vec::new(),
+            stretches: Vec::new(),
             count: 0,
             passes: 0,
         };
         let budget = base + text.len() / BYTES_PER_END;
-        let mut todo = if self.nodes.is_empty() {
-            vec![]
-        } else {
-            vec![0]
-        };
-        while let Some(k) = todo.pop() {
-            let node = &self.nodes[k];
-            let Some(lens) = lens.get(node.range.clone()) else {
-                continue;
-            };
-            let outcome = match (&node.dfa, caches.get_mut(k).and_then(Option::as_mut)) {
-                (Some(dfa), Some(cache)) => {
-                    found.passes += 1;
-                    pass_within(dfa, cache, text, lens, budget - found.count)
-                }
-                _ => Pass::GaveUp,
-            };
-            if std::env::var("HXDBG").is_ok() {
-                eprintln!(
-                    "node {k} {:?} {}",
-                    node.range,
-                    match &outcome {
-                        Pass::Known(e) => format!("known {}", e.count),
-                        Pass::Dense => "dense".into(),
-                        _ => "gaveup".into(),
-                    }
-                );
+        // The root first: on most texts it is the only pass, and what it
+        // learns becomes the answer without a copy.
+        let mut todo = Vec::new();
+        match self.pass_of(0, caches, text, lens, budget, &mut found) {
+            Some(Pass::Known(ends)) => {
+                found.known = vec![true; n];
+                found.seen = ends.seen;
+                found.stretches = ends.stretches;
+                return found;
             }
-            match outcome {
-                Pass::Known(mut ends) => {
-                    found.count += ends.count;
-                    for (j, i) in node.range.clone().enumerate() {
+            Some(Pass::GaveUp) if halves => todo.extend(self.halves_of(0)),
+            _ => {}
+        }
+        found.known = vec![false; n];
+        found.seen = vec![false; n];
+        found.stretches = vec![Vec::new(); n];
+        while let Some(k) = todo.pop() {
+            match self.pass_of(k, caches, text, lens, budget, &mut found) {
+                Some(Pass::Known(mut ends)) => {
+                    for (j, i) in self.nodes[k].range.clone().enumerate() {
                         found.known[i] = true;
                         found.seen[i] = ends.seen[j];
                         found.stretches[i] = std::mem::take(&mut ends.stretches[j]);
                     }
                 }
-                Pass::Dense => {
-                    // The budget is spent: nothing more is learnt.
-                    found.count = budget;
-                    break;
-                }
-                Pass::GaveUp if halves => {
-                    if let Some([a, b]) = node.halves {
-                        todo.push(b);
-                        todo.push(a);
-                    }
-                }
-                Pass::GaveUp => {}
+                // The budget is spent: nothing more is learnt.
+                Some(Pass::Dense) => break,
+                Some(Pass::GaveUp) => todo.extend(self.halves_of(k)),
+                None => {}
             }
         }
         found
+    }
+
+    /// The pass of node `k` over `text` within what is left of `budget`
+    /// (counted in `found`); `None` when there is no such node.
+    fn pass_of(
+        &self,
+        k: usize,
+        caches: &mut [Option<Cache>],
+        text: &str,
+        lens: &[Option<usize>],
+        budget: usize,
+        found: &mut Found,
+    ) -> Option<Pass> {
+        let node = self.nodes.get(k)?;
+        let lens = lens.get(node.range.clone())?;
+        let outcome = match (&node.dfa, caches.get_mut(k).and_then(Option::as_mut)) {
+            (Some(dfa), Some(cache)) => {
+                found.passes += 1;
+                pass_within(dfa, cache, text, lens, budget - found.count)
+            }
+            _ => Pass::GaveUp,
+        };
+        match &outcome {
+            Pass::Known(ends) => found.count += ends.count,
+            Pass::Dense => found.count = budget,
+            Pass::GaveUp => {}
+        }
+        Some(outcome)
+    }
+
+    /// Node `k`'s halves, the first last (popped first).
+    fn halves_of(&self, k: usize) -> impl Iterator<Item = usize> {
+        let halves = self.nodes.get(k).and_then(|n| n.halves);
+        halves.into_iter().flat_map(|[a, b]| [b, a])
     }
 }
 
