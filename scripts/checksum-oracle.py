@@ -48,6 +48,13 @@ from stdnum.jp import in_ as jp_in
 from stdnum.kr import rrn
 from stdnum.nl import bsn, btw
 from stdnum.pl import nip
+from stdnum.at import uid as at_uid
+from stdnum.be import vat as be_vat
+from stdnum.dk import cvr as dk_cvr
+from stdnum.fi import alv as fi_alv
+from stdnum.lu import tva as lu_tva
+from stdnum.pt import nif as pt_nif
+from stdnum.se import vat as se_vat
 
 SEED = 20260216
 SEPARATORS = " -./"
@@ -387,6 +394,36 @@ def nl_btw_spec(v: str) -> bool:
     return v.isascii() and len(c) == 12 and btw.is_valid(v)
 
 
+def gen_at_uid(rng):
+    body = "U" + rand_digits(rng, 7)
+    v = body + at_uid.calc_check_digit(body)
+    return "AT" + v if rng.random() < 0.5 else v
+
+
+def gen_pt_nif(rng):
+    body = str(rng.randint(1, 9)) + rand_digits(rng, 7)
+    return body + pt_nif.calc_check_digit(body)
+
+
+def gen_be_vat(rng):
+    """The 10 digits of a Belgian VAT number: 0 or 1, 7 digits, then
+    97 - (the first 8 mod 97) as two digits."""
+    body = rng.choice("01") + rand_digits(rng, 7)
+    if int(body) == 0:
+        body = "01234567"
+    return body + f"{97 - int(body) % 97:02d}"
+
+
+def gen_lu_tva(rng):
+    body = rand_digits(rng, 6)
+    return body + lu_tva.calc_check_digits(body)
+
+
+def gen_se_orgnr(rng):
+    body = rand_digits(rng, 9)
+    return body + luhn.calc_check_digit(body)
+
+
 def gen_until(valid, n):
     """Random n-digit values until `valid` takes one (a tenth or so pass)."""
     def gen(rng):
@@ -409,6 +446,13 @@ BSN_WEIGHTS = [9, 8, 7, 6, 5, 4, 3, 2, 10]
 TFN_WEIGHTS = [1, 4, 3, 7, 5, 8, 6, 9, 10]
 MEDICARE_WEIGHTS = [1, 3, 7, 9, 1, 3, 7, 9, 9, 0]
 NIP_WEIGHTS = [6, 5, 7, 2, 3, 4, 5, 6, 7, 10]
+# Belgium: (the first 8 digits + the last 2) mod 97 = 0, as weights 10^k mod 97.
+BE_VAT_WEIGHTS = [76, 27, 90, 9, 30, 3, 10, 1, 10, 1]
+# Luxembourg: the first 6 digits mod 89 = the last 2, as (first 6 − last 2)
+# mod 89 = 0 with weights 10^k mod 89 and −10, −1 mod 89.
+LU_TVA_WEIGHTS = [53, 32, 21, 11, 10, 1, 79, 88]
+DK_CVR_WEIGHTS = [2, 7, 6, 5, 4, 3, 2, 1]
+FI_ALV_WEIGHTS = [7, 9, 10, 5, 8, 4, 2, 1]
 
 
 def medicare_published(v: str) -> bool:
@@ -496,6 +540,10 @@ VALIDATORS = [
     ("nl_btw", "stdnum.nl.btw", btw.is_valid, nl_btw_spec, gen_nl_btw, True),
     ("fr_tva", "stdnum.fr.tva", tva.is_valid, fr_tva_spec, gen_fr_tva, True),
     ("es_cif", "stdnum.es.cif", cif.is_valid, es_cif_spec, gen_cif, True),
+    ("at_uid", "stdnum.at.uid", at_uid.is_valid, lambda v: v.isascii() and at_uid.is_valid(v),
+     gen_at_uid, True),
+    ("pt_nif", "stdnum.pt.nif", pt_nif.is_valid, lambda v: v.isascii() and pt_nif.is_valid(v),
+     gen_pt_nif, True),
 ]
 
 # The curated packs' (packs/*.yaml) other identifiers, expressed with the
@@ -519,6 +567,20 @@ EXPRESSIONS = [
     ("luhn", "stdnum.it.iva (the 11 digits after IT)", iva.is_valid, luhn_spec, gen_it_iva, False),
     ("verhoeff", "stdnum.in_.aadhaar", aadhaar.is_valid,
      lambda v: ascii_digits(v) and len(v) >= 2 and verhoeff.is_valid(v), gen_aadhaar, False),
+    ({"weights": BE_VAT_WEIGHTS, "modulus": 97, "remainder": 0},
+     "stdnum.be.vat (the 10 digits after BE)", be_vat.is_valid,
+     weighted_spec(BE_VAT_WEIGHTS, 97), gen_be_vat, False),
+    ({"weights": LU_TVA_WEIGHTS, "modulus": 89, "remainder": 0},
+     "stdnum.lu.tva (the 8 digits after LU)", lu_tva.is_valid,
+     weighted_spec(LU_TVA_WEIGHTS, 89), gen_lu_tva, False),
+    ({"weights": DK_CVR_WEIGHTS, "modulus": 11, "remainder": 0},
+     "stdnum.dk.cvr (the 8 digits after DK)", dk_cvr.is_valid,
+     weighted_spec(DK_CVR_WEIGHTS, 11), gen_until(dk_cvr.is_valid, 8), False),
+    ({"weights": FI_ALV_WEIGHTS, "modulus": 11, "remainder": 0},
+     "stdnum.fi.alv (the 8 digits after FI)", fi_alv.is_valid,
+     weighted_spec(FI_ALV_WEIGHTS, 11), gen_until(fi_alv.is_valid, 8), False),
+    ("luhn", "stdnum.se.vat (the 10 digits before its 01)", lambda v: se_vat.is_valid(v + "01"),
+     luhn_spec, gen_se_orgnr, False),
 ]
 
 # Hand-picked inputs on the edges of each SPEC rule, judged by stdnum too.
@@ -563,6 +625,10 @@ EDGES = {
                "NL 478878384B72", "NL004495446B01", "NL478878384B73", "NL004495445B00",
                "NL000000000B01", "NL004495445C01", "NL04495445B01", "DE004495445B01",
                "NL004495445B1", "NL0044954450B01"],
+    "at_uid": ["ATU13585627", "AT U13585627", "U13585627", "atu13585627", "U13585626",
+               "13585627", "U1358562", "U135856270", "ATX13585627", "DEU13585627"],
+    "pt_nif": ["PT 501 964 843", "501964843", "pt501964843", "501964842", "019648430",
+               "50196484", "5019648430", "ES501964843"],
 }
 
 # Hand-picked inputs of the weighted forms and the expressions, by oracle.
@@ -582,6 +648,13 @@ WEIGHTED_EDGES = {
     "stdnum.de.vat (the 9 digits after DE)": ["136695976", "136695978", "036695979"],
     "stdnum.it.iva (the 11 digits after IT)": ["00743110157", "00743110158", "00000000000",
                                                 "12345674001"],
+    "stdnum.be.vat (the 10 digits after BE)": ["0428759497", "0403019261", "0431150351",
+                                               "428759497", "0000000000", "2428759497"],
+    "stdnum.lu.tva (the 8 digits after LU)": ["15027442", "15027443", "00000000", "00000089",
+                                              "1502744"],
+    "stdnum.dk.cvr (the 8 digits after DK)": ["13585628", "13585627", "00000000", "1358562"],
+    "stdnum.fi.alv (the 8 digits after FI)": ["20774740", "20774741", "2077474"],
+    "stdnum.se.vat (the 10 digits before its 01)": ["1234567897", "1234567891", "123456789"],
     "stdnum.in_.aadhaar": ["234123412346", "234123412347", "123412341234", "2341 2341 2346",
                            "123412341232"],
 }
@@ -607,6 +680,15 @@ DIFFERENCE_REASONS = {
     "stdnum.in_.aadhaar": "verhoeff is the check digit alone; stdnum.in_.aadhaar also wants 12 digits, "
                           "the first 2-9 (the pack's pattern) and no palindrome",
     "stdnum.pl.nip": "stdnum.pl.nip drops a PL prefix; SPEC's weighted form takes digits only",
+    "stdnum.be.vat (the 10 digits after BE)": "the weighted form is the mod 97 sum alone; stdnum.be.vat also pads "
+                                              "9 digits with a 0, wants the first digit 0 or 1 (the pack's "
+                                              "pattern) and rejects all zeros",
+    "stdnum.lu.tva (the 8 digits after LU)": "the weighted form takes the last two digits mod 89 (the pack's "
+                                             "pattern wants them below 89)",
+    "stdnum.se.vat (the 10 digits before its 01)": "luhn takes any number of digits from two; stdnum.se.orgnr "
+                                                   "wants ten (the pack's pattern)",
+    "stdnum.dk.cvr (the 8 digits after DK)": "the weighted form takes a leading 0; stdnum.dk.cvr does not "
+                                             "(the pack's pattern wants [1-9])",
     "stdnum.pl.pesel": "SPEC's weighted form checks the digits only; stdnum.pl.pesel also rejects an impossible birth date",
     "es_nif": "es_nif is the natural persons' NIF (DNI, NIE, K/L/M); stdnum.es.nif also takes a legal entity's CIF",
     "it_codice_fiscale": "it_codice_fiscale is the 16-character personal code's structure and check letter; "

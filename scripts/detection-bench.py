@@ -77,6 +77,20 @@ ent("EU", "VAT FR", None, G.g_vat_fr, G.n_vat(lambda w: G.tva.is_valid(w), 2), G
     "our VAT number is", "vat_id", False, True)
 ent("EU", "VAT ES (CIF)", None, G.g_vat_es_cif, G.n_vat(lambda w: G.cif.is_valid(w[2:]), 2), G.f_vat,
     "our VAT number is", "vat_id", False, True)
+ent("EU", "VAT AT", None, G.g_vat_at, G.n_vat(lambda w: G.at_uid.is_valid(w)), G.f_vat,
+    "our VAT number is", "vat_id", False, True)
+ent("EU", "VAT BE", None, G.g_vat_be, G.n_vat(lambda w: G.be_vat.is_valid(w)), G.f_vat,
+    "our VAT number is", "vat_id", False, True)
+ent("EU", "VAT PT", None, G.g_vat_pt, G.n_vat(lambda w: G.pt_nif.is_valid(w)), G.f_vat,
+    "our VAT number is", "vat_id", False, True)
+ent("EU", "VAT LU", None, G.g_vat_lu, G.n_vat(lambda w: G.lu_tva.is_valid(w)), G.f_vat,
+    "our VAT number is", "vat_id", False, True)
+ent("EU", "VAT DK", None, G.g_vat_dk, G.n_vat(lambda w: G.dk_cvr.is_valid(w)), G.f_vat,
+    "our VAT number is", "vat_id", False, True)
+ent("EU", "VAT FI", None, G.g_vat_fi, G.n_vat(lambda w: G.fi_alv.is_valid(w)), G.f_vat,
+    "our VAT number is", "vat_id", False, True)
+ent("EU", "VAT SE", None, G.g_vat_se, G.n_vat(lambda w: G.se_vat.is_valid(w), 3), G.f_vat,
+    "our VAT number is", "vat_id", False, True)
 ent("EU", "ES CIF", None, G.g_cif, G.n_vat(lambda w: G.cif.is_valid(w), 2), G.f_plain,
     "nuestro CIF es", "cif", True, True)
 ent("IN", "Aadhaar", ["IN_AADHAAR"], G.g_aadhaar, G.n_aadhaar, G.f_aadhaar, "my Aadhaar number is", "aadhaar", False, True)

@@ -121,6 +121,15 @@ pub enum Checksum {
     /// (either is taken: which one an organisation type uses is not
     /// applied consistently). Letters in either case.
     EsCif,
+    /// `at_uid`: an Austrian VAT number (UID): an optional `AT`, `U` and 8
+    /// digits, the last (6 − the Luhn checksum of the 7 before it) mod 10
+    /// (that checksum doubles every second digit from the right, the
+    /// rightmost not), as python-stdnum's `at.uid`. Letters in either case.
+    AtUid,
+    /// `pt_nif`: a Portuguese tax number (NIF, also the VAT number after
+    /// `PT`): an optional `PT` and 9 digits, the first not `0`, the last
+    /// (11 − Σ wᵢ·dᵢ mod 11) mod 11 mod 10 with weights 9 down to 2.
+    PtNif,
 }
 
 /// Every named validator, as the `checksum` key spells it.
@@ -143,6 +152,8 @@ pub const NAMES: &[&str] = &[
     "nl_btw",
     "fr_tva",
     "es_cif",
+    "at_uid",
+    "pt_nif",
 ];
 
 /// The list of known forms that every naming error ends with.
@@ -187,6 +198,8 @@ impl FromStr for Checksum {
             "nl_btw" => Checksum::NlBtw,
             "fr_tva" => Checksum::FrTva,
             "es_cif" => Checksum::EsCif,
+            "at_uid" => Checksum::AtUid,
+            "pt_nif" => Checksum::PtNif,
             "weighted" => {
                 return Err(
                     "`checksum`: the weighted validator is a mapping {weights: [...], modulus: m, remainder: r}, not a name"
@@ -389,6 +402,8 @@ impl Checksum {
             Checksum::NlBtw => "nl_btw",
             Checksum::FrTva => "fr_tva",
             Checksum::EsCif => "es_cif",
+            Checksum::AtUid => "at_uid",
+            Checksum::PtNif => "pt_nif",
             Checksum::Weighted { .. } => return None,
         })
     }
@@ -426,6 +441,8 @@ impl Checksum {
             Checksum::NlBtw => nl_btw(c),
             Checksum::FrTva => fr_tva(c),
             Checksum::EsCif => es_cif(c),
+            Checksum::AtUid => at_uid(c),
+            Checksum::PtNif => pt_nif(c),
         }
     }
 }
@@ -716,10 +733,7 @@ fn sg_nric(c: &[u8]) -> bool {
 }
 
 fn nl_btw(c: &[u8]) -> bool {
-    let body = match c {
-        [n, l, rest @ ..] if n.eq_ignore_ascii_case(&b'N') && l.eq_ignore_ascii_case(&b'L') => rest,
-        _ => c,
-    };
+    let body = without_country(c, b"NL");
     let [digits @ .., b, s1, s2] = body else {
         return false;
     };
@@ -787,25 +801,26 @@ fn mod11_check_digit(c: &[u8], weights: &[u32], f: impl Fn(u32) -> u32) -> bool 
 /// The Luhn check digit of `digits` (ASCII digits): the one that, put
 /// after them, makes the whole pass.
 fn luhn_check_digit(digits: &[u8]) -> u32 {
-    let sum: u32 = digits
+    (10 - luhn_sum(digits, true) % 10) % 10
+}
+
+/// Luhn's sum over `digits` (ASCII digits), doubling every second digit
+/// from the right, the rightmost included when `rightmost_doubled`.
+fn luhn_sum(digits: &[u8], rightmost_doubled: bool) -> u32 {
+    let doubled = usize::from(!rightmost_doubled);
+    digits
         .iter()
         .rev()
         .enumerate()
         .map(|(i, &b)| {
             let d = u32::from(b - b'0');
-            if i % 2 == 0 {
-                let x = d * 2;
-                if x > 9 {
-                    x - 9
-                } else {
-                    x
-                }
+            if i % 2 == doubled {
+                d * 2 / 10 + d * 2 % 10
             } else {
                 d
             }
         })
-        .sum();
-    (10 - sum % 10) % 10
+        .sum()
 }
 
 fn fr_tva(c: &[u8]) -> bool {
@@ -871,6 +886,34 @@ fn jp_my_number(c: &[u8]) -> bool {
     mod11_check_digit(c, &[6, 5, 4, 3, 2, 7, 6, 5, 4, 3, 2], |r| {
         (11 - r) % 11 % 10
     })
+}
+
+/// `c` without a leading two-letter country code `cc` (either case).
+fn without_country<'c>(c: &'c [u8], cc: &[u8; 2]) -> &'c [u8] {
+    match c {
+        [a, b, rest @ ..] if a.eq_ignore_ascii_case(&cc[0]) && b.eq_ignore_ascii_case(&cc[1]) => {
+            rest
+        }
+        _ => c,
+    }
+}
+
+fn at_uid(c: &[u8]) -> bool {
+    let [u, digits @ .., last] = without_country(c, b"AT") else {
+        return false;
+    };
+    if !u.eq_ignore_ascii_case(&b'U') || digits.len() != 7 || !all_digits(digits) {
+        return false;
+    }
+    // The Luhn checksum of the 7 digits: the rightmost is not doubled.
+    let sum = luhn_sum(digits, false);
+    last.is_ascii_digit() && (16 - sum % 10) % 10 == u32::from(last - b'0')
+}
+
+fn pt_nif(c: &[u8]) -> bool {
+    let c = without_country(c, b"PT");
+    c.first().is_some_and(|&b| b != b'0')
+        && mod11_check_digit(c, &[9, 8, 7, 6, 5, 4, 3, 2], |r| (11 - r) % 11 % 10)
 }
 
 fn in_gstin(c: &[u8]) -> bool {

@@ -23,6 +23,13 @@ from stdnum.kr import rrn
 from stdnum.nl import bsn, btw
 from stdnum.pl import nip, pesel
 from stdnum.au import tfn
+from stdnum.at import uid as at_uid
+from stdnum.be import vat as be_vat
+from stdnum.dk import cvr as dk_cvr
+from stdnum.fi import alv as fi_alv
+from stdnum.lu import tva as lu_tva
+from stdnum.pt import nif as pt_nif
+from stdnum.se import vat as se_vat
 from stdnum.us import itin, rtn, ssn
 
 D = string.digits
@@ -345,11 +352,17 @@ def g_vat_it(r):
             return "IT" + v
 
 
-def g_vat_pl(r):
-    while True:
-        v = rd(r, 10)
-        if nip.is_valid(v):
-            return "PL" + v
+def g_prefixed(prefix, valid, make):
+    """Values of `make` until `valid` takes one, after `prefix`."""
+    def g(r):
+        while True:
+            v = make(r)
+            if valid(v):
+                return prefix + v
+    return g
+
+
+g_vat_pl = g_prefixed("PL", nip.is_valid, lambda r: rd(r, 10))
 
 
 def g_vat_nl(r):
@@ -383,6 +396,37 @@ def g_cif(r):
 
 def g_vat_es_cif(r):
     return "ES" + g_cif(r)
+
+
+def g_vat_at(r):
+    body = "U" + rd(r, 7)
+    return "AT" + body + at_uid.calc_check_digit(body)
+
+
+def g_vat_be(r):
+    body = r.choice("01") + rd(r, 7)
+    if int(body) == 0:
+        body = "01234567"
+    return "BE" + body + f"{97 - int(body) % 97:02d}"
+
+
+def g_vat_pt(r):
+    body = str(r.randint(1, 9)) + rd(r, 7)
+    return "PT" + body + pt_nif.calc_check_digit(body)
+
+
+def g_vat_lu(r):
+    body = rd(r, 6)
+    return "LU" + body + lu_tva.calc_check_digits(body)
+
+
+g_vat_dk = g_prefixed("DK", dk_cvr.is_valid, lambda r: str(r.randint(1, 9)) + rd(r, 7))
+g_vat_fi = g_prefixed("FI", fi_alv.is_valid, lambda r: rd(r, 8))
+
+
+def g_vat_se(r):
+    body = rd(r, 9)
+    return "SE" + body + luhn.calc_check_digit(body) + "01"
 
 
 def n_vat(valid, pos_from_end=1, alphabet=D):

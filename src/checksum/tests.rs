@@ -219,6 +219,23 @@ fn examples() -> Vec<(Checksum, Vec<&'static str>, Vec<&'static str>)> {
                 "DE004495445B01",
             ],
         ),
+        (
+            Checksum::AtUid,
+            // python-stdnum's examples, with and without `AT`.
+            vec!["ATU13585627", "AT U13585627", "U13585627", "atu13585627"],
+            vec![
+                "U13585626",
+                "U1358562",
+                "U135856270",
+                "13585627",
+                "ATX13585627",
+            ],
+        ),
+        (
+            Checksum::PtNif,
+            vec!["PT 501 964 843", "501964843", "pt501964843"],
+            vec!["PT 501 964 842", "001964843", "50196484", "5019648430"],
+        ),
     ]
 }
 

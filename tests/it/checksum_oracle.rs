@@ -90,14 +90,14 @@ fn every_case_agrees_with_the_oracle() {
     );
     // Every named validator stdnum implements, SPEC's three weighted
     // examples and the curated packs' weighted expressions (NL BSN, AU TFN,
-    // AU Medicare, PL NIP); only sg_nric (not in stdnum) is tested by
+    // AU Medicare, PL NIP, BE, LU, DK and FI VAT numbers); only sg_nric (not in stdnum) is tested by
     // published examples alone (src/checksum/tests.rs).
     let missing: Vec<_> = NAMES
         .iter()
         .filter(|n| !named.contains(*n) && **n != "sg_nric")
         .collect();
     assert!(missing.is_empty(), "no oracle cases for {missing:?}");
-    assert_eq!(weighted, 7);
+    assert_eq!(weighted, 11);
     // The packs' expressions with named validators, each against the
     // identifier's own stdnum module.
     let oracles: BTreeSet<&str> = validators
@@ -114,6 +114,9 @@ fn every_case_agrees_with_the_oracle() {
         "stdnum.kr.rrn",
         "stdnum.jp.in_",
         "stdnum.in_.gstin",
+        "stdnum.at.uid",
+        "stdnum.pt.nif",
+        "stdnum.se.vat (the 10 digits before its 01)",
     ] {
         assert!(oracles.contains(wanted), "no oracle cases from {wanted}");
     }
