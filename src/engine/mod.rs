@@ -369,11 +369,17 @@ impl Evaluator {
         if !candidates.is_empty() {
             found.resize_with(self.matchers.len(), Vec::new);
             for i in candidates {
-                let stretches = ends
+                let near = ends
                     .as_ref()
                     .filter(|e| e.known.get(i) == Some(&true))
-                    .and_then(|e| self.stretches(i, text, e.stretches.get(i)?, ascii));
-                found[i] = self.find_all(i, text, ascii, caches, stretches);
+                    .and_then(|e| {
+                        Some(windowed::Near {
+                            stretches: self.stretches(i, text, e.stretches.get(i)?, ascii)?,
+                            ends: e.ends.get(i)?,
+                            len: self.max_lens.get(i).copied().flatten()?,
+                        })
+                    });
+                found[i] = self.find_all(i, text, ascii, caches, near);
             }
         }
         found
@@ -784,29 +790,19 @@ impl Evaluator {
 
     /// Every non-empty, validated match of matcher `i`, left to right,
     /// non-overlapping; a dropped candidate does not let an overlapping one through.
-    /// With `stretches`, only they are searched ([`windowed`]).
+    /// With `near` (stretches and the pass's ends), only the stretches are
+    /// searched, and only as far as ends remain ([`windowed`]).
     fn find_all(
         &self,
         i: usize,
         text: &str,
         ascii: bool,
         caches: &mut Caches,
-        stretches: Option<Vec<(usize, usize)>>,
+        near: Option<windowed::Near<'_>>,
     ) -> Vec<(usize, usize)> {
         let m = &self.matchers[i];
-        let mut spans = match stretches {
-            Some(stretches) => {
-                let cache = &mut caches.exact[i];
-                let mut spans = Vec::new();
-                for (s, e) in stretches {
-                    spans.extend(find_iter_with(
-                        &m.regex,
-                        cache,
-                        Input::new(text).range(s..e),
-                    ));
-                }
-                spans
-            }
+        let mut spans = match near {
+            Some(near) => windowed::search(&m.regex, &mut caches.exact[i], text, &near),
             None => self.search_matcher(i, text, 0, ascii, caches, Want::All),
         };
         spans.retain(|&(s, e)| s < e && validate(m.validator, &text[s..e]));

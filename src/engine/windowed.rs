@@ -14,6 +14,9 @@
 //! candidates, in the same order of preference, as the whole-text search,
 //! and no match lies between stretches.
 
+use regex_automata::meta::{Cache, Regex};
+use regex_automata::Input;
+
 /// `stretches` (merged `[end - len, end]`, ascending, from the combined
 /// pass) with their starts moved back to a code-point boundary, or `None`
 /// when together they cover at least half of the text: one search of the
@@ -36,6 +39,60 @@ pub(super) fn confined(text: &str, stretches: &[(usize, usize)]) -> Option<Vec<(
     Some(out)
 }
 
+/// What the combined pass learnt of one pattern whose matches are at most
+/// `len` bytes long: its [`confined`] stretches, and every end it reported
+/// there, ascending.
+pub(super) struct Near<'a> {
+    pub stretches: Vec<(usize, usize)>,
+    pub ends: &'a [usize],
+    pub len: usize,
+}
+
+/// The pattern's leftmost-first matches in `text`, searched only in the
+/// stretches and only while a reported end lies ahead (`re` has no empty
+/// match: the pattern has a bounded length because its least is positive).
+///
+/// Each search from `pos` starts at `next − len` when that is later, `next`
+/// being the first reported end past `pos`: a match starting before it
+/// would end before `next` and past `pos`, where no end was reported, so
+/// the search meets the same leftmost-first match; and with no end past
+/// `pos` in the stretch, no match is left there (a whole-text search would
+/// end each stretch with a search that finds nothing).
+pub(super) fn search(
+    re: &Regex,
+    cache: &mut Cache,
+    text: &str,
+    found: &Near<'_>,
+) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    let mut k = 0;
+    for &(a, b) in &found.stretches {
+        let mut pos = a;
+        loop {
+            while found.ends.get(k).is_some_and(|&e| e <= pos) {
+                k += 1;
+            }
+            let Some(&next) = found.ends.get(k).filter(|&&e| e <= b) else {
+                break;
+            };
+            // `pos` is a code point boundary (a stretch's start or a
+            // match's end), so this stops at `pos` at the latest.
+            let mut from = pos.max(next.saturating_sub(found.len));
+            while !text.is_char_boundary(from) {
+                from -= 1;
+            }
+            match re.search_with(cache, &Input::new(text).range(from..b)) {
+                Some(m) if m.end() > pos => {
+                    out.push((m.start(), m.end()));
+                    pos = m.end();
+                }
+                _ => break,
+            }
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -55,6 +112,65 @@ mod tests {
         let text = format!("{}é{}", "a".repeat(50), "b".repeat(50));
         assert_eq!(confined(&text, &[(51, 55)]), Some(vec![(50, 55)]));
         assert_eq!(confined(&text, &[(45, 50), (51, 55)]), Some(vec![(45, 55)]));
+    }
+
+    /// `search` over the pass's stretches and ends finds what a search of
+    /// the whole text finds, where a stretch holds several ends, where the
+    /// leftmost-first match ends before the last of them, and where a match
+    /// starts before the previous one's end.
+    #[test]
+    fn searching_up_to_the_last_end_finds_every_match() {
+        let cases: &[(&str, usize, &[&str])] = &[
+            // Leftmost-first takes `ab` though `abcd` ends later.
+            ("ab|abcd", 4, &["abcd abcd", "xxabcdab", "ab", "abcdabcd"]),
+            // Overlapping candidates: the pass reports ends the matches skip.
+            (
+                "[0-9]{3}",
+                3,
+                &["12345678", "1 22 333 4444 55555", "9999999999 99"],
+            ),
+            (
+                "a[0-9]{1,3}",
+                4,
+                &["a12a3 a4567", "aaaa1", "a1a1a1a1", "xa999a"],
+            ),
+            ("é[a-z]{2}", 4, &["éabéc éxyz", "aéééabc"]),
+        ];
+        for &(src, len, texts) in cases {
+            let re = pattern::build(src).unwrap();
+            let dfa = crate::pattern::ends::build(&[src]).unwrap();
+            let mut dfa_cache = dfa.create_cache();
+            let mut cache = re.create_cache();
+            for &text in texts {
+                let want: Vec<(usize, usize)> =
+                    re.find_iter(text).map(|m| (m.start(), m.end())).collect();
+                let crate::pattern::ends::Pass::Known(ends) =
+                    crate::pattern::ends::pass(&dfa, &mut dfa_cache, text, &[Some(len)], 1000)
+                else {
+                    panic!("the pass gave up on {text:?}");
+                };
+                // Every stretch, however much of the text it covers.
+                let stretches: Vec<(usize, usize)> = ends.stretches[0]
+                    .iter()
+                    .map(|&(mut s, e)| {
+                        while !text.is_char_boundary(s) {
+                            s -= 1;
+                        }
+                        (s, e)
+                    })
+                    .collect();
+                let found = Near {
+                    stretches,
+                    ends: &ends.ends[0],
+                    len,
+                };
+                assert_eq!(
+                    search(&re, &mut cache, text, &found),
+                    want,
+                    "{src} on {text:?}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -72,6 +72,8 @@ pub struct Found {
     pub seen: Vec<bool>,
     /// As [`Ends::stretches`], for the known patterns.
     pub stretches: Vec<Vec<(usize, usize)>>,
+    /// As [`Ends::ends`], for the known patterns.
+    pub ends: Vec<Vec<usize>>,
     /// How many ends the passes reported.
     pub count: usize,
     /// How many passes ran (to the end of the text or not).
@@ -155,6 +157,7 @@ impl Tree {
             known: Vec::new(),
             seen: Vec::new(),
             stretches: Vec::new(),
+            ends: Vec::new(),
             count: 0,
             passes: 0,
         };
@@ -167,6 +170,7 @@ impl Tree {
                 found.known = vec![true; n];
                 found.seen = ends.seen;
                 found.stretches = ends.stretches;
+                found.ends = ends.ends;
                 return found;
             }
             Some(Pass::GaveUp) if halves => todo.extend(self.halves_of(0)),
@@ -175,6 +179,7 @@ impl Tree {
         found.known = vec![false; n];
         found.seen = vec![false; n];
         found.stretches = vec![Vec::new(); n];
+        found.ends = vec![Vec::new(); n];
         while let Some(k) = todo.pop() {
             match self.pass_of(k, caches, text, lens, budget, &mut found) {
                 Some(Pass::Known(mut ends)) => {
@@ -182,6 +187,7 @@ impl Tree {
                         found.known[i] = true;
                         found.seen[i] = ends.seen[j];
                         found.stretches[i] = std::mem::take(&mut ends.stretches[j]);
+                        found.ends[i] = std::mem::take(&mut ends.ends[j]);
                     }
                 }
                 // The budget is spent: nothing more is learnt.
@@ -260,6 +266,9 @@ pub struct Ends {
     /// long, the stretches `[end - len, end]` around its match ends,
     /// merged, ascending (see the engine's windowed search).
     pub stretches: Vec<Vec<(usize, usize)>>,
+    /// `ends[i]`: for the same patterns, every end the pass reported,
+    /// ascending: a search within a stretch need not look past the last.
+    pub ends: Vec<Vec<usize>>,
     /// How many ends the pass reported.
     pub count: usize,
 }
@@ -296,6 +305,7 @@ fn pass_within(
     let mut out = Ends {
         seen: vec![false; patterns],
         stretches: vec![Vec::new(); patterns],
+        ends: vec![Vec::new(); patterns],
         count: 0,
     };
     loop {
@@ -322,6 +332,7 @@ fn pass_within(
                 Some(last) if s <= last.1 => last.1 = e,
                 _ => list.push((s, e)),
             }
+            out.ends[i].push(e);
         }
     }
 }
