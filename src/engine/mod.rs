@@ -812,7 +812,7 @@ impl Evaluator {
         {
             Some(codon) if codon.filters() => {
                 let exact = &mut caches.exact[i];
-                values(codon, &m.regex, exact, text, spans)
+                values(codon, &m.regex, exact, text, ascii, spans)
             }
             _ => spans,
         }
@@ -901,17 +901,18 @@ impl Evaluator {
 /// A codon's values among its pattern's matches `spans` ([§16.1](docs/codons.md#s16-1)): the
 /// group's span, when it took part, if the value passes the codon's
 /// checks. A dropped match lets no overlapping later one through: the
-/// matches were found before any was judged.
+/// matches were found before any was judged. `ascii`: whether `text` is.
 fn values(
     codon: &crate::program::Codon,
     re: &Regex,
     cache: &mut Cache,
     text: &str,
+    ascii: bool,
     spans: Vec<(usize, usize)>,
 ) -> Vec<(usize, usize)> {
     let mut caps = codon.group.map(|_| re.create_captures());
     // The context words of the text, looked for once for all its values.
-    let mut scan = ContextScan::default();
+    let mut scan = ContextScan::of(ascii);
     spans
         .into_iter()
         .filter_map(|(s, e)| {

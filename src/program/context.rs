@@ -89,9 +89,21 @@ impl ContextIndex {
 pub struct ContextScan {
     whole: Option<ContextIndex>,
     scanned: usize,
+    /// Whether the text is ASCII: a value's windows are then plain
+    /// arithmetic, not a walk over code points.
+    ascii: bool,
 }
 
 impl ContextScan {
+    /// A scan of a text the caller knows to be ASCII or not (`false` is
+    /// always right: the windows are then found by walking code points).
+    pub fn of(ascii: bool) -> Self {
+        Self {
+            ascii,
+            ..Self::default()
+        }
+    }
+
     /// Whether a word of `ctx` lies near `text[s..e]`; `text` is the same
     /// for every call on this scan.
     pub fn holds(&mut self, ctx: &Context, text: &str, s: usize, e: usize) -> bool {
@@ -101,7 +113,11 @@ impl ContextScan {
         if let Some(ix) = &self.whole {
             return ctx.holds(text, s, e, Some(ix));
         }
-        let (lo, hi) = ctx.windows(text, s, e);
+        let (lo, hi) = if self.ascii {
+            ctx.ascii_windows(text, s, e)
+        } else {
+            ctx.windows(text, s, e)
+        };
         self.scanned = self.scanned.saturating_add(hi - lo);
         let ix = ctx.index(text, lo, hi);
         ix.any_within(lo, s) || ix.any_within(e, hi)
@@ -166,6 +182,14 @@ impl Context {
         (lo, hi)
     }
 
+    /// [`Context::windows`] on ASCII text, where a code point is a byte.
+    fn ascii_windows(&self, text: &str, s: usize, e: usize) -> (usize, usize) {
+        (
+            s.saturating_sub(self.before),
+            e.saturating_add(self.after).min(text.len()),
+        )
+    }
+
     /// Every occurrence of a word wholly within `text[a..b]` that touches
     /// no word character of `text` where it must not.
     pub fn index(&self, text: &str, a: usize, b: usize) -> ContextIndex {
@@ -227,10 +251,7 @@ impl Context {
             Some(ix) => {
                 // Dense values in ASCII text: no walk over the windows' code points.
                 let (lo, hi) = if ix.ascii {
-                    (
-                        s.saturating_sub(self.before),
-                        e.saturating_add(self.after).min(text.len()),
-                    )
+                    self.ascii_windows(text, s, e)
                 } else {
                     self.windows(text, s, e)
                 };
@@ -342,7 +363,9 @@ mod tests {
             let want = reference(&c, &text, s, e);
             prop_assert_eq!(c.holds(&text, s, e, None), want);
             prop_assert_eq!(c.holds(&text, s, e, Some(&whole)), want);
-            let mut scan = ContextScan { whole: None, scanned: text.len() };
+            let mut scan = ContextScan { whole: None, scanned: text.len(), ascii: false };
+            prop_assert_eq!(scan.holds(&c, &text, s, e), want);
+            let mut scan = ContextScan::of(text.is_ascii());
             prop_assert_eq!(scan.holds(&c, &text, s, e), want);
         }
     }
