@@ -4,6 +4,7 @@
 //! pattern's text in an error message.
 
 pub mod cost;
+pub mod digits;
 pub mod ends;
 
 use regex_automata::meta::{self, Regex};
@@ -81,6 +82,9 @@ pub struct CompiledPattern {
     /// is longer: the engine then searches only the stretches that end
     /// where the combined pass saw this pattern's matches end.
     pub max_len: Option<usize>,
+    /// The longest run of ASCII digits every match holds, at least
+    /// ([`digits::min_run`]): a text without so long a run cannot match.
+    pub digit_run: usize,
 }
 
 impl std::fmt::Debug for CompiledPattern {
@@ -159,6 +163,7 @@ pub fn compile(pattern: &str, flags: &[Flag]) -> Result<CompiledPattern, String>
         props.minimum_len().filter(|&n| n > 0)?;
         props.maximum_len()
     });
+    let digit_run = parse(&exact_src).map_or(0, |hir| digits::min_run(&hir));
     Ok(CompiledPattern {
         exact,
         exact_src,
@@ -167,6 +172,7 @@ pub fn compile(pattern: &str, flags: &[Flag]) -> Result<CompiledPattern, String>
         filter_regex,
         required,
         max_len,
+        digit_run,
     })
 }
 

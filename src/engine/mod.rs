@@ -43,6 +43,8 @@ struct Matcher {
     guide: Option<Guide>,
     /// Bytes of which every match holds one; `None` when there is no such set.
     required: Option<Vec<u8>>,
+    /// The longest run of ASCII digits every match holds, at least.
+    digit_run: usize,
     validator: Validator,
     /// Sources of the exact and boundary-free forms, for the streaming
     /// liveness automata (built only when a pack is first streamed).
@@ -57,6 +59,7 @@ impl Matcher {
             filter: p.filter_regex.clone(),
             guide: p.filter_regex.as_ref().and_then(|_| Guide::new(p)),
             required: p.required.clone(),
+            digit_run: p.digit_run,
             validator,
             exact_src: p.exact_src.clone(),
             filter_src: p.filter_regex.as_ref().map(|_| p.filter.clone()),
@@ -494,12 +497,19 @@ impl Evaluator {
     }
 
     /// Indices of the matchers that may match `text`: those whose required
-    /// bytes occur in it (one pass over the bytes settles most clean payloads).
+    /// bytes occur in it (one pass over the bytes settles most clean
+    /// payloads) and, of those whose matches hold a run of two digits or
+    /// more, those for which `text` has so long a run.
     fn candidates(&self, text: &str) -> Vec<usize> {
         let mask = self.required.scan(text.as_bytes());
-        (0..self.matchers.len())
+        let mut candidates: Vec<usize> = (0..self.matchers.len())
             .filter(|&i| mask[i / 64] & (1 << (i % 64)) != 0)
-            .collect()
+            .collect();
+        if candidates.iter().any(|&i| self.matchers[i].digit_run > 1) {
+            let longest = pattern::digits::longest_run(text.as_bytes());
+            candidates.retain(|&i| self.matchers[i].digit_run <= longest);
+        }
+        candidates
     }
 
     /// Every matcher's spans in `text` (empty when no matcher can match),
