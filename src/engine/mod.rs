@@ -367,6 +367,13 @@ impl Evaluator {
             // A matcher no finished pass covered is searched whole.
             candidates.retain(|&i| !found.known[i] || found.seen[i]);
             ends = Some(found);
+        } else if candidates.iter().any(|&i| self.matchers[i].digit_run > 1) {
+            // Searched one by one: not those whose every match holds a longer
+            // run of digits than the text has. (Above the threshold the
+            // combined pass rules them out with the rest: this must not
+            // move a text below it, where whole searches replace the pass.)
+            let longest = pattern::digits::longest_run(text.as_bytes());
+            candidates.retain(|&i| self.matchers[i].digit_run <= longest);
         }
         let mut found: Vec<Vec<(usize, usize)>> = Vec::new();
         if !candidates.is_empty() {
@@ -497,19 +504,12 @@ impl Evaluator {
     }
 
     /// Indices of the matchers that may match `text`: those whose required
-    /// bytes occur in it (one pass over the bytes settles most clean
-    /// payloads) and, of those whose matches hold a run of two digits or
-    /// more, those for which `text` has so long a run.
+    /// bytes occur in it (one pass over the bytes settles most clean payloads).
     fn candidates(&self, text: &str) -> Vec<usize> {
         let mask = self.required.scan(text.as_bytes());
-        let mut candidates: Vec<usize> = (0..self.matchers.len())
+        (0..self.matchers.len())
             .filter(|&i| mask[i / 64] & (1 << (i % 64)) != 0)
-            .collect();
-        if candidates.iter().any(|&i| self.matchers[i].digit_run > 1) {
-            let longest = pattern::digits::longest_run(text.as_bytes());
-            candidates.retain(|&i| self.matchers[i].digit_run <= longest);
-        }
-        candidates
+            .collect()
     }
 
     /// Every matcher's spans in `text` (empty when no matcher can match),
