@@ -304,6 +304,33 @@ pub fn build(src: &str) -> Result<Regex, String> {
         })
 }
 
+/// The reverse lazy DFA of `src` (`MatchKind::All`, no captures): run
+/// backward from a known match end, anchored there, it finds the leftmost
+/// start of a match ending at it, the second half of what a
+/// [`meta::Regex`] search does. `None` when it cannot be built. Unicode
+/// `\b` makes its searches give up on non-ASCII text (the caller then
+/// searches forward).
+pub fn build_reverse(src: &str) -> Option<regex_automata::hybrid::dfa::DFA> {
+    use regex_automata::hybrid::dfa::{Config, DFA};
+    use regex_automata::nfa::thompson::{self, WhichCaptures};
+    DFA::builder()
+        .configure(
+            Config::new()
+                .match_kind(regex_automata::MatchKind::All)
+                .unicode_word_boundary(true)
+                .cache_capacity(PATTERN_DFA_LIMIT),
+        )
+        .syntax(syntax::Config::new().nest_limit(NEST_LIMIT))
+        .thompson(
+            thompson::Config::new()
+                .reverse(true)
+                .which_captures(WhichCaptures::None)
+                .nfa_size_limit(Some(PATTERN_SIZE_LIMIT)),
+        )
+        .build(src)
+        .ok()
+}
+
 fn config() -> meta::Config {
     meta::Config::new()
         .nfa_size_limit(Some(PATTERN_SIZE_LIMIT))

@@ -45,6 +45,9 @@ struct Matcher {
     required: Option<Vec<u8>>,
     /// The longest run of ASCII digits every match holds, at least.
     digit_run: usize,
+    /// For a pattern of bounded length, its reverse lazy DFA: a stretch
+    /// with one reported end left is searched backward from it alone.
+    rev: Option<regex_automata::hybrid::dfa::DFA>,
     validator: Validator,
     /// Sources of the exact and boundary-free forms, for the streaming
     /// liveness automata (built only when a pack is first streamed).
@@ -60,6 +63,7 @@ impl Matcher {
             guide: p.filter_regex.as_ref().and_then(|_| Guide::new(p)),
             required: p.required.clone(),
             digit_run: p.digit_run,
+            rev: p.max_len.and_then(|_| pattern::build_reverse(&p.exact_src)),
             validator,
             exact_src: p.exact_src.clone(),
             filter_src: p.filter_regex.as_ref().map(|_| p.filter.clone()),
@@ -151,6 +155,8 @@ struct Caches {
     ends: pattern::ends::TreeCaches,
     /// The lazy DFA of the pass over ASCII text.
     ascii_ends: pattern::ends::TreeCaches,
+    /// The matchers' reverse lazy DFAs.
+    rev: Vec<Option<regex_automata::hybrid::dfa::Cache>>,
 }
 
 /// Cache sets warmed at load: one per core (at most 8), so the first
@@ -321,6 +327,15 @@ impl Evaluator {
                 .collect(),
             ends: self.ends.create_caches(),
             ascii_ends: self.ascii_ends.create_caches(),
+            rev: self
+                .matchers
+                .iter()
+                .map(|m| {
+                    m.rev
+                        .as_ref()
+                        .map(regex_automata::hybrid::dfa::DFA::create_cache)
+                })
+                .collect(),
         }
     }
 
@@ -812,7 +827,10 @@ impl Evaluator {
     ) -> Vec<(usize, usize)> {
         let m = &self.matchers[i];
         let mut spans = match near {
-            Some(near) => windowed::search(&m.regex, &mut caches.exact[i], text, &near),
+            Some(near) => {
+                let rev = m.rev.as_ref().zip(caches.rev[i].as_mut());
+                windowed::search(&m.regex, &mut caches.exact[i], rev, text, &near)
+            }
             None => self.search_matcher(i, text, 0, ascii, caches, Want::All),
         };
         spans.retain(|&(s, e)| s < e && validate(m.validator, &text[s..e]));

@@ -14,8 +14,9 @@
 //! candidates, in the same order of preference, as the whole-text search,
 //! and no match lies between stretches.
 
+use regex_automata::hybrid::dfa::{Cache as RevCache, DFA};
 use regex_automata::meta::{Cache, Regex};
-use regex_automata::Input;
+use regex_automata::{Anchored, Input};
 
 /// `stretches` (merged `[end - len, end]`, ascending, from the combined
 /// pass) with their starts moved back to a code-point boundary, or `None`
@@ -61,6 +62,7 @@ pub(super) struct Near<'a> {
 pub(super) fn search(
     re: &Regex,
     cache: &mut Cache,
+    mut rev: Option<(&DFA, &mut RevCache)>,
     text: &str,
     found: &Near<'_>,
 ) -> Vec<(usize, usize)> {
@@ -80,6 +82,25 @@ pub(super) fn search(
             let mut from = pos.max(next.saturating_sub(found.len));
             while !text.is_char_boundary(from) {
                 from -= 1;
+            }
+            // One reported end left in the stretch: every match from
+            // `from` ends there, so the leftmost-first one starts at the
+            // leftmost start of a match that ends there, which the reverse
+            // DFA finds, anchored at that end (a forward search would scan
+            // to it first). On a give-up (Unicode `\b` on non-ASCII text)
+            // the forward search answers.
+            let single = found.ends.get(k + 1).is_none_or(|&e| e > b);
+            if let (true, Some((dfa, rc))) = (single, rev.as_mut()) {
+                let input = Input::new(text).range(from..next).anchored(Anchored::Yes);
+                match dfa.try_search_rev(rc, &input) {
+                    Ok(Some(start)) if start.offset() < next => {
+                        out.push((start.offset(), next));
+                        pos = next;
+                        continue;
+                    }
+                    Ok(_) => break,
+                    Err(_) => {}
+                }
             }
             match re.search_with(cache, &Input::new(text).range(from..b)) {
                 Some(m) if m.end() > pos => {
@@ -141,6 +162,8 @@ mod tests {
             let dfa = crate::pattern::ends::build(&[src]).unwrap();
             let mut dfa_cache = dfa.create_cache();
             let mut cache = re.create_cache();
+            let rev = crate::pattern::build_reverse(src).unwrap();
+            let mut rev_cache = rev.create_cache();
             for &text in texts {
                 let want: Vec<(usize, usize)> =
                     re.find_iter(text).map(|m| (m.start(), m.end())).collect();
@@ -165,9 +188,14 @@ mod tests {
                     len,
                 };
                 assert_eq!(
-                    search(&re, &mut cache, text, &found),
+                    search(&re, &mut cache, None, text, &found),
                     want,
                     "{src} on {text:?}"
+                );
+                assert_eq!(
+                    search(&re, &mut cache, Some((&rev, &mut rev_cache)), text, &found),
+                    want,
+                    "{src} on {text:?}, backward from single ends"
                 );
             }
         }
