@@ -304,6 +304,12 @@ pub fn build(src: &str) -> Result<Regex, String> {
         })
 }
 
+/// Cache of a pattern's reverse lazy DFA ([`build_reverse`]), per search
+/// at a time: it runs over one stretch (a match's length) at a time, so
+/// it builds few states; a pattern whose automaton needs more than this
+/// has none, and its stretches are searched forward.
+pub const REVERSE_DFA_LIMIT: usize = 256 << 10;
+
 /// The reverse lazy DFA of `src` (`MatchKind::All`, no captures): run
 /// backward from a known match end, anchored there, it finds the leftmost
 /// start of a match ending at it, the second half of what a
@@ -318,7 +324,7 @@ pub fn build_reverse(src: &str) -> Option<regex_automata::hybrid::dfa::DFA> {
             Config::new()
                 .match_kind(regex_automata::MatchKind::All)
                 .unicode_word_boundary(true)
-                .cache_capacity(PATTERN_DFA_LIMIT),
+                .cache_capacity(REVERSE_DFA_LIMIT),
         )
         .syntax(syntax::Config::new().nest_limit(NEST_LIMIT))
         .thompson(
@@ -463,6 +469,42 @@ mod tests {
             shown.starts_with("CompiledPattern { exact_src_bytes: "),
             "{shown}"
         );
+    }
+
+    /// The reverse automata of the curated shapes fit their cache, and
+    /// find a match's start backward from its end, `\b` and look-behind
+    /// included; on non-ASCII text a Unicode `\b` gives up (the engine
+    /// then searches forward).
+    #[test]
+    fn reverse_automata_find_starts_from_ends() {
+        use regex_automata::{Anchored, Input};
+        let cases: &[(&str, &str, usize, usize)] = &[
+            (r"\bIAX-[0-9]{6,10}\b", "ref IAX-79927398 ok", 4, 16),
+            (
+                r"(?:^|[^0-9])([12][0-9]{9})(?:$|[^0-9])",
+                "NPI 1234567893.",
+                3,
+                15,
+            ),
+            (
+                r#"(?i)\b(?:password|secret)\s*[:=]\s*"?([^\s"]{8,64})"#,
+                "the PASSWORD = hunter2hunter2",
+                4,
+                29,
+            ),
+        ];
+        for &(src, text, start, end) in cases {
+            let exact = compile(src, &[]).unwrap().exact_src;
+            let rev = build_reverse(&exact).unwrap();
+            let mut cache = rev.create_cache();
+            let input = Input::new(text).range(0..end).anchored(Anchored::Yes);
+            let found = rev.try_search_rev(&mut cache, &input).unwrap();
+            assert_eq!(found.map(|m| m.offset()), Some(start), "{src}");
+        }
+        let rev = build_reverse(r"\bab\b").unwrap();
+        let mut cache = rev.create_cache();
+        let input = Input::new("é ab").range(0..5).anchored(Anchored::Yes);
+        assert!(rev.try_search_rev(&mut cache, &input).is_err());
     }
 
     #[test]
