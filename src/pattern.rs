@@ -6,6 +6,7 @@
 pub mod cost;
 pub mod digits;
 pub mod ends;
+pub mod literals;
 
 use regex_automata::meta::{self, Regex};
 use regex_automata::util::syntax;
@@ -78,6 +79,10 @@ pub struct CompiledPattern {
     /// such set exists): a payload holding none of them cannot match, and
     /// is settled without running the regex at all.
     pub required: Option<Vec<u8>>,
+    /// Strings of which every match holds one, ASCII case aside
+    /// ([`literals::required`]; `None` when no short, strong set exists): a
+    /// payload holding none of them cannot match.
+    pub literals: Option<Vec<Vec<u8>>>,
     /// The longest match in bytes, when every match is non-empty and none
     /// is longer: the engine then searches only the stretches that end
     /// where the combined pass saw this pattern's matches end.
@@ -155,9 +160,12 @@ pub fn compile(pattern: &str, flags: &[Flag]) -> Result<CompiledPattern, String>
             .parse(src)
             .ok()
     };
-    let required = parse(&filter)
-        .and_then(|hir| required_bytes(&hir))
+    let filter_hir = parse(&filter);
+    let required = filter_hir
+        .as_ref()
+        .and_then(required_bytes)
         .map(|set| (0..=255u8).filter(|b| set[usize::from(*b)]).collect());
+    let literals = filter_hir.as_ref().and_then(literals::required);
     let max_len = parse(&exact_src).and_then(|hir| {
         let props = hir.properties();
         props.minimum_len().filter(|&n| n > 0)?;
@@ -171,6 +179,7 @@ pub fn compile(pattern: &str, flags: &[Flag]) -> Result<CompiledPattern, String>
         filter,
         filter_regex,
         required,
+        literals,
         max_len,
         digit_run,
     })
@@ -198,6 +207,7 @@ pub fn check_pack_cost(
             filter: p.filter_regex.as_ref().map(|_| p.filter.as_str()),
             ascii_words: (p.ascii_words != p.exact_src).then_some(p.ascii_words.as_str()),
             required: p.required.as_deref(),
+            literals: p.literals.as_deref(),
         })
         .collect();
     cost::check_pack(&forms)

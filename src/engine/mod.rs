@@ -206,6 +206,10 @@ pub struct Evaluator {
     rules: Vec<RuleInfo>,
     /// Which matchers each byte value can start to satisfy.
     required: RequiredBytes,
+    /// The matchers' required literals, in one automaton (`None` when no
+    /// matcher has any): scanned after the required bytes, it rules out
+    /// those whose literals a text lacks.
+    literals: Option<pattern::literals::Scanner>,
     /// Each matcher's longest match, when its matches are bounded (for the
     /// combined pass and [`windowed`]).
     max_lens: Vec<Option<usize>>,
@@ -283,8 +287,33 @@ impl Evaluator {
         let ends = pattern::ends::Tree::build(&filters);
         let ascii_ends = pattern::ends::Tree::root(&ascii_forms);
         let required = RequiredBytes::new(matchers.iter().map(|m| m.required.as_deref()));
+        // A codon whose pattern has no literals but whose values count only
+        // near a context word is gated by the words.
+        let codon_words: Vec<Option<Vec<Vec<u8>>>> = program
+            .codons
+            .iter()
+            .map(|c| match (&c.pattern.literals, &c.context) {
+                (None, Some(ctx)) => ctx.required_literals(),
+                _ => None,
+            })
+            .collect();
+        let literals = pattern::literals::Scanner::new(
+            rules
+                .iter()
+                .map(|r| r.pattern.literals.as_deref())
+                .chain(
+                    program
+                        .codons
+                        .iter()
+                        .zip(&codon_words)
+                        .map(|(c, w)| c.pattern.literals.as_deref().or(w.as_deref())),
+                )
+                .collect::<Vec<_>>()
+                .into_iter(),
+        );
         let evaluator = Self {
             required,
+            literals,
             max_lens: rules
                 .iter()
                 .map(|r| r.pattern.max_len)
@@ -456,7 +485,20 @@ impl Evaluator {
             Normalize::Evasion => normalize::View::of(text),
         };
         let bytes = view.as_ref().map_or(text, |v| v.text.as_str()).as_bytes();
-        self.required.scan(bytes).iter().any(|&w| w != 0)
+        self.mask(bytes).iter().any(|&w| w != 0)
+    }
+
+    /// A bit per matcher that may match `bytes`: its required bytes occur,
+    /// and so does one of its required literals, if it has any. The
+    /// literal scan reads at most as many occurrences as the combined pass
+    /// reads ends; past them it rules nothing out.
+    fn mask(&self, bytes: &[u8]) -> Vec<u64> {
+        let mut mask = self.required.scan(bytes);
+        if let Some(literals) = &self.literals {
+            let budget = pattern::ends::ENDS_BASE + bytes.len() / pattern::ends::BYTES_PER_END;
+            literals.narrow(bytes, &mut mask, budget);
+        }
+        mask
     }
 
     /// The redacted text `W(T)` of [§11.1](docs/streaming.md#s11-1): `text` with the matches of
@@ -518,10 +560,10 @@ impl Evaluator {
         }
     }
 
-    /// Indices of the matchers that may match `text`: those whose required
-    /// bytes occur in it (one pass over the bytes settles most clean payloads).
+    /// Indices of the matchers that may match `text` ([`Evaluator::mask`]:
+    /// one pass over the bytes settles most clean payloads).
     fn candidates(&self, text: &str) -> Vec<usize> {
-        let mask = self.required.scan(text.as_bytes());
+        let mask = self.mask(text.as_bytes());
         (0..self.matchers.len())
             .filter(|&i| mask[i / 64] & (1 << (i % 64)) != 0)
             .collect()

@@ -313,6 +313,8 @@ pub struct PackPattern<'a> {
     /// Bytes of which every match holds one (the engine's first pass rules
     /// the pattern out of a payload holding none of them).
     pub required: Option<&'a [u8]>,
+    /// Strings of which every match holds one ([`super::literals`]).
+    pub literals: Option<&'a [Vec<u8>]>,
 }
 
 impl std::fmt::Debug for PackPattern<'_> {
@@ -325,6 +327,7 @@ impl std::fmt::Debug for PackPattern<'_> {
                 &self.ascii_words.map(crate::redacted::Redacted::of),
             )
             .field("required", &self.required.map(<[u8]>::len))
+            .field("literals", &self.literals.map(<[Vec<u8>]>::len))
             .finish()
     }
 }
@@ -427,6 +430,11 @@ pub fn check_pack(patterns: &[PackPattern<'_>]) -> Result<PackCost, PackCostErro
         .collect();
     let ascii_union = super::ends::Tree::root(&ascii_forms);
     let mut ascii_caches = ascii_union.create_caches();
+    // The engine's scan for required literals ([`super::literals`]), priced
+    // as a pass: it runs whenever a candidate has literals, and each
+    // occurrence it reads costs as an end does. Its narrowing is not
+    // credited (the prices stay an upper bound).
+    let literals = super::literals::Scanner::new(patterns.iter().map(|p| p.literals));
     let mut worst = PackCost {
         probes: texts.len(),
         ns_per_byte: 0,
@@ -459,7 +467,21 @@ pub fn check_pack(patterns: &[PackPattern<'_>]) -> Result<PackCost, PackCostErro
                 _ => 0,
             })
             .collect();
-        let total = shares.iter().sum::<usize>() + pass_ns;
+        let scan_ns = literals.as_ref().map_or(0, |scanner| {
+            let mut mask = vec![0u64; patterns.len().div_ceil(64).max(1)];
+            for (i, p) in priced.iter().enumerate() {
+                if p.is_some() {
+                    mask[i / 64] |= 1 << (i % 64);
+                }
+            }
+            let budget = len / super::ends::BYTES_PER_END;
+            if !scanner.gates(&mask) {
+                return 0;
+            }
+            let reads = scanner.narrow(text.as_bytes(), &mut mask, budget);
+            NS_PER_PASS_BYTE + reads.min(budget) * NS_PER_END / len
+        });
+        let total = shares.iter().sum::<usize>() + pass_ns + scan_ns;
         if total > worst.ns_per_byte {
             worst.ns_per_byte = total;
             worst.shares = shares;

@@ -166,6 +166,31 @@ impl Context {
         })
     }
 
+    /// Strings of which a text holds one, ASCII case aside, wherever one of
+    /// the words occurs ([`crate::pattern::literals`]): each word's longest
+    /// run of characters that fold to ASCII other than `k` (the Kelvin sign
+    /// folds to `k`; no other non-ASCII code point folds to ASCII). `None`
+    /// when some word has no such run of
+    /// [`crate::pattern::literals::MIN_LEN`] bytes. A codon's value counts
+    /// only near a word, so a text without these yields no value.
+    pub fn required_literals(&self) -> Option<Vec<Vec<u8>>> {
+        use crate::pattern::literals::{MAX_LITERALS, MIN_LEN};
+        let mut out = Vec::with_capacity(self.words.len());
+        for word in &self.words {
+            let folded: String = word.chars().map(key).collect();
+            let longest = folded
+                .split(|c: char| !c.is_ascii() || c.eq_ignore_ascii_case(&'k'))
+                .max_by_key(|run| run.len())?;
+            if longest.len() < MIN_LEN {
+                return None;
+            }
+            out.push(longest.to_ascii_lowercase().into_bytes());
+        }
+        out.sort();
+        out.dedup();
+        (!out.is_empty() && out.len() <= MAX_LITERALS).then_some(out)
+    }
+
     /// The window before `text[s..e]` (`before` code points) and after it
     /// (`after` code points), as byte offsets `(lo, hi)`.
     pub fn windows(&self, text: &str, s: usize, e: usize) -> (usize, usize) {
@@ -301,6 +326,41 @@ mod tests {
                 })
             })
         })
+    }
+
+    #[test]
+    fn only_the_kelvin_sign_folds_to_ascii() {
+        let to_ascii: Vec<char> = (0x80..=0x10FFFF)
+            .filter_map(char::from_u32)
+            .filter(|&c| key(c).is_ascii())
+            .collect();
+        assert_eq!(to_ascii, vec!['\u{212A}']);
+    }
+
+    #[test]
+    fn required_literals_avoid_k_and_non_ascii() {
+        let lits = |words: &[&str]| {
+            ctx(words, 8, 0).required_literals().map(|l| {
+                l.into_iter()
+                    .map(|w| String::from_utf8(w).unwrap())
+                    .collect::<Vec<_>>()
+            })
+        };
+        assert_eq!(
+            lits(&["AWS secret key", "secretaccesskey"]),
+            Some(vec!["aws secret ".into(), "secretaccess".into()])
+        );
+        assert_eq!(lits(&["Straße Nr"]), Some(vec!["e nr".into()]));
+        assert_eq!(lits(&["passport", "no"]), None);
+        assert_eq!(
+            lits(&["Passport", "No."]),
+            Some(vec!["no.".into(), "passport".into()])
+        );
+        let c = ctx(&["secretaccesskey"], 64, 0);
+        // The Kelvin sign still matches `k`: the literal stops before it.
+        let text = "secretaccess\u{212A}ey AAAA";
+        assert!(c.holds(text, text.len() - 4, text.len(), None));
+        assert!(text.to_ascii_lowercase().contains("secretaccess"));
     }
 
     #[test]
