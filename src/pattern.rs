@@ -82,7 +82,7 @@ pub struct CompiledPattern {
     /// Strings of which every match holds one, ASCII case aside
     /// ([`literals::required`]; `None` when no short, strong set exists): a
     /// payload holding none of them cannot match.
-    pub literals: Option<Vec<Vec<u8>>>,
+    pub literals: Option<literals::Literals>,
     /// The longest match in bytes, when every match is non-empty and none
     /// is longer: the engine then searches only the stretches that end
     /// where the combined pass saw this pattern's matches end.
@@ -207,7 +207,7 @@ pub fn check_pack_cost(
             filter: p.filter_regex.as_ref().map(|_| p.filter.as_str()),
             ascii_words: (p.ascii_words != p.exact_src).then_some(p.ascii_words.as_str()),
             required: p.required.as_deref(),
-            literals: p.literals.as_deref(),
+            literals: p.literals.as_ref(),
         })
         .collect();
     cost::check_pack(&forms)

@@ -59,7 +59,7 @@ mod tests {
             filter: Some(&rule.pattern.filter),
             ascii_words: Some(&rule.pattern.ascii_words),
             required: rule.pattern.required.as_deref(),
-            literals: rule.pattern.literals.as_deref(),
+            literals: rule.pattern.literals.as_ref(),
         };
         let patterns = [
             format!("{doc:?}"),

@@ -210,6 +210,10 @@ pub struct Evaluator {
     /// matcher has any): scanned after the required bytes, it rules out
     /// those whose literals a text lacks.
     literals: Option<pattern::literals::Scanner>,
+    /// For codons without literals whose values count only near a context
+    /// word, the words' literals, in one automaton: scanned only where the
+    /// candidates are searched one by one (see [`Evaluator::search`]).
+    words: Option<pattern::literals::Scanner>,
     /// Each matcher's longest match, when its matches are bounded (for the
     /// combined pass and [`windowed`]).
     max_lens: Vec<Option<usize>>,
@@ -289,7 +293,7 @@ impl Evaluator {
         let required = RequiredBytes::new(matchers.iter().map(|m| m.required.as_deref()));
         // A codon whose pattern has no literals but whose values count only
         // near a context word is gated by the words.
-        let codon_words: Vec<Option<Vec<Vec<u8>>>> = program
+        let codon_words: Vec<Option<pattern::literals::Literals>> = program
             .codons
             .iter()
             .map(|c| match (&c.pattern.literals, &c.context) {
@@ -300,20 +304,23 @@ impl Evaluator {
         let literals = pattern::literals::Scanner::new(
             rules
                 .iter()
-                .map(|r| r.pattern.literals.as_deref())
-                .chain(
-                    program
-                        .codons
-                        .iter()
-                        .zip(&codon_words)
-                        .map(|(c, w)| c.pattern.literals.as_deref().or(w.as_deref())),
-                )
+                .map(|r| r.pattern.literals.as_ref())
+                .chain(program.codons.iter().map(|c| c.pattern.literals.as_ref()))
+                .collect::<Vec<_>>()
+                .into_iter(),
+        );
+        let words = pattern::literals::Scanner::new(
+            rules
+                .iter()
+                .map(|_| None)
+                .chain(codon_words.iter().map(Option::as_ref))
                 .collect::<Vec<_>>()
                 .into_iter(),
         );
         let evaluator = Self {
             required,
             literals,
+            words,
             max_lens: rules
                 .iter()
                 .map(|r| r.pattern.max_len)
@@ -411,13 +418,28 @@ impl Evaluator {
             // A matcher no finished pass covered is searched whole.
             candidates.retain(|&i| !found.known[i] || found.seen[i]);
             ends = Some(found);
-        } else if candidates.iter().any(|&i| self.matchers[i].digit_run > 1) {
+        } else {
             // Searched one by one: not those whose every match holds a longer
-            // run of digits than the text has. (Above the threshold the
-            // combined pass rules them out with the rest: this must not
-            // move a text below it, where whole searches replace the pass.)
-            let longest = pattern::digits::longest_run(text.as_bytes());
-            candidates.retain(|&i| self.matchers[i].digit_run <= longest);
+            // run of digits than the text has, nor codons whose context
+            // words it lacks. (Above the threshold the combined pass rules
+            // them out with the rest. These must not move a text below it,
+            // where whole searches replace the pass: those of patterns
+            // without literals cost as much as the pass, each.)
+            if candidates.iter().any(|&i| self.matchers[i].digit_run > 1) {
+                let longest = pattern::digits::longest_run(text.as_bytes());
+                candidates.retain(|&i| self.matchers[i].digit_run <= longest);
+            }
+            if let Some(words) = &self.words {
+                let mut mask = vec![0u64; self.matchers.len().div_ceil(64).max(1)];
+                candidates
+                    .iter()
+                    .for_each(|&i| mask[i / 64] |= 1 << (i % 64));
+                if words.gates(&mask) {
+                    let bytes = text.as_bytes();
+                    words.narrow(bytes, &mut mask, Self::literal_budget(bytes));
+                    candidates.retain(|&i| mask[i / 64] & (1 << (i % 64)) != 0);
+                }
+            }
         }
         let mut found: Vec<Vec<(usize, usize)>> = Vec::new();
         if !candidates.is_empty() {
@@ -485,20 +507,33 @@ impl Evaluator {
             Normalize::Evasion => normalize::View::of(text),
         };
         let bytes = view.as_ref().map_or(text, |v| v.text.as_str()).as_bytes();
-        self.mask(bytes).iter().any(|&w| w != 0)
+        let mut mask = self.mask(bytes);
+        if let Some(words) = &self.words {
+            words.narrow(bytes, &mut mask, Self::literal_budget(bytes));
+        }
+        mask.iter().any(|&w| w != 0)
     }
 
     /// A bit per matcher that may match `bytes`: its required bytes occur,
     /// and so does one of its required literals, if it has any. The
-    /// literal scan reads at most as many occurrences as the combined pass
-    /// reads ends; past them it rules nothing out.
+    /// literals are looked for only where that can spare the combined pass
+    /// ([`Evaluator::search`]): when the candidates without literals are
+    /// at most [`SET_THRESHOLD`]; otherwise the pass rules the others out.
     fn mask(&self, bytes: &[u8]) -> Vec<u64> {
         let mut mask = self.required.scan(bytes);
         if let Some(literals) = &self.literals {
-            let budget = pattern::ends::ENDS_BASE + bytes.len() / pattern::ends::BYTES_PER_END;
-            literals.narrow(bytes, &mut mask, budget);
+            let count = |m: &[u64]| m.iter().map(|w| w.count_ones() as usize).sum::<usize>();
+            if count(&mask) - literals.gated_in(&mask) <= SET_THRESHOLD {
+                literals.narrow(bytes, &mut mask, Self::literal_budget(bytes));
+            }
         }
         mask
+    }
+
+    /// Occurrences a literal scan of `bytes` reads at most (as many as the
+    /// combined pass reads ends); past them it rules nothing out.
+    fn literal_budget(bytes: &[u8]) -> usize {
+        pattern::ends::ENDS_BASE + bytes.len() / pattern::ends::BYTES_PER_END
     }
 
     /// The redacted text `W(T)` of [§11.1](docs/streaming.md#s11-1): `text` with the matches of

@@ -314,7 +314,7 @@ pub struct PackPattern<'a> {
     /// the pattern out of a payload holding none of them).
     pub required: Option<&'a [u8]>,
     /// Strings of which every match holds one ([`super::literals`]).
-    pub literals: Option<&'a [Vec<u8>]>,
+    pub literals: Option<&'a super::literals::Literals>,
 }
 
 impl std::fmt::Debug for PackPattern<'_> {
@@ -327,7 +327,7 @@ impl std::fmt::Debug for PackPattern<'_> {
                 &self.ascii_words.map(crate::redacted::Redacted::of),
             )
             .field("required", &self.required.map(<[u8]>::len))
-            .field("literals", &self.literals.map(<[Vec<u8>]>::len))
+            .field("literals", &self.literals.map(|l| l.set.len()))
             .finish()
     }
 }

@@ -173,7 +173,7 @@ impl Context {
     /// when some word has no such run of
     /// [`crate::pattern::literals::MIN_LEN`] bytes. A codon's value counts
     /// only near a word, so a text without these yields no value.
-    pub fn required_literals(&self) -> Option<Vec<Vec<u8>>> {
+    pub fn required_literals(&self) -> Option<crate::pattern::literals::Literals> {
         use crate::pattern::literals::{MAX_LITERALS, MIN_LEN};
         let mut out = Vec::with_capacity(self.words.len());
         for word in &self.words {
@@ -188,7 +188,12 @@ impl Context {
         }
         out.sort();
         out.dedup();
-        (!out.is_empty() && out.len() <= MAX_LITERALS).then_some(out)
+        (!out.is_empty() && out.len() <= MAX_LITERALS).then_some(
+            crate::pattern::literals::Literals {
+                set: out,
+                folded: true,
+            },
+        )
     }
 
     /// The window before `text[s..e]` (`before` code points) and after it
@@ -341,7 +346,8 @@ mod tests {
     fn required_literals_avoid_k_and_non_ascii() {
         let lits = |words: &[&str]| {
             ctx(words, 8, 0).required_literals().map(|l| {
-                l.into_iter()
+                l.set
+                    .into_iter()
                     .map(|w| String::from_utf8(w).unwrap())
                     .collect::<Vec<_>>()
             })
