@@ -79,7 +79,7 @@ pub struct CompiledPattern {
     /// such set exists): a payload holding none of them cannot match, and
     /// is settled without running the regex at all.
     pub required: Option<Vec<u8>>,
-    /// Strings of which every match holds one, ASCII case aside
+    /// Strings of which every match holds one, exactly or ASCII case aside
     /// ([`literals::required`]; `None` when no short, strong set exists): a
     /// payload holding none of them cannot match.
     pub literals: Option<literals::Literals>,

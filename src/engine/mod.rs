@@ -206,12 +206,12 @@ pub struct Evaluator {
     rules: Vec<RuleInfo>,
     /// Which matchers each byte value can start to satisfy.
     required: RequiredBytes,
-    /// The matchers' required literals, in one automaton (`None` when no
-    /// matcher has any): scanned after the required bytes, it rules out
-    /// those whose literals a text lacks.
+    /// The matchers' required literals ([`pattern::literals::Scanner`];
+    /// `None` when no matcher has any): scanned after the required bytes,
+    /// it rules out those whose literals a text lacks.
     literals: Option<pattern::literals::Scanner>,
     /// For codons without literals whose values count only near a context
-    /// word, the words' literals, in one automaton: scanned only where the
+    /// word, the words' literals: scanned only where the
     /// candidates are searched one by one (see [`Evaluator::search`]).
     words: Option<pattern::literals::Scanner>,
     /// Each matcher's longest match, when its matches are bounded (for the
@@ -430,10 +430,8 @@ impl Evaluator {
                 candidates.retain(|&i| self.matchers[i].digit_run <= longest);
             }
             if let Some(words) = &self.words {
-                let mut mask = vec![0u64; self.matchers.len().div_ceil(64).max(1)];
-                candidates
-                    .iter()
-                    .for_each(|&i| mask[i / 64] |= 1 << (i % 64));
+                let mut mask =
+                    pattern::literals::mask_of(self.matchers.len(), candidates.iter().copied());
                 if words.gates(&mask) {
                     let bytes = text.as_bytes();
                     words.narrow(bytes, &mut mask, Self::literal_budget(bytes));

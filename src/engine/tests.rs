@@ -703,3 +703,59 @@ proptest::proptest! {
         }
     }
 }
+
+/// Required literals and context words rule out only what cannot match:
+/// under Unicode case folding (`ſ` for `(?i)s`, the Kelvin sign for `k`)
+/// and for codons gated by their context words, the values still count.
+#[test]
+fn literal_gates_keep_every_value() {
+    let yaml = r#"
+schema_version: 2
+pack_id: t.literals.v1
+version: 1.0.0
+codons:
+  - code: TOKEN_ID
+    codon_type: extract_pattern
+    params: {"pattern": "\\b[0-9]{9}\\b"}
+    context: {words: [tokenid], before: 16}
+    binds_to: has_token_id
+    remedy_template: "[TOKEN_ID]"
+  - code: SECRET
+    codon_type: extract_pattern
+    params: {"pattern": "secret=[a-z]{4}", "flags": ["IGNORECASE"]}
+    binds_to: has_secret
+    remedy_template: "[SECRET]"
+  - code: GHP
+    codon_type: extract_pattern
+    params: {"pattern": "\\bghp_[a-z]{4}\\b"}
+    binds_to: has_ghp
+    remedy_template: "[GHP]"
+hard_rules:
+  - id: REDACT
+    condition: state.has_token_id or state.has_secret or state.has_ghp
+    action: redact_found
+    severity: warning
+"#;
+    let e = crate::testing::compiled_evaluator(yaml.as_bytes(), "t.yaml").unwrap();
+    for (text, clean) in [
+        ("tokenid 123456789", "tokenid [TOKEN_ID]"),
+        ("to\u{212A}enid 123456789", "to\u{212A}enid [TOKEN_ID]"),
+        ("id 123456789", "id 123456789"),
+        ("\u{17F}ECRET=abcd", "[SECRET]"),
+        ("SeCrEt=abcd", "[SECRET]"),
+        ("ghp_abcd", "[GHP]"),
+        ("GHP_abcd", "GHP_abcd"),
+    ] {
+        let d = e.evaluate(text);
+        assert_eq!(d.clean_text, clean, "{text:?}");
+        assert_eq!(
+            d.action,
+            if clean == text {
+                PERMIT_ACTION
+            } else {
+                "redact_found"
+            },
+            "{text:?}"
+        );
+    }
+}

@@ -468,12 +468,8 @@ pub fn check_pack(patterns: &[PackPattern<'_>]) -> Result<PackCost, PackCostErro
             })
             .collect();
         let scan_ns = literals.as_ref().map_or(0, |scanner| {
-            let mut mask = vec![0u64; patterns.len().div_ceil(64).max(1)];
-            for (i, p) in priced.iter().enumerate() {
-                if p.is_some() {
-                    mask[i / 64] |= 1 << (i % 64);
-                }
-            }
+            let candidates = priced.iter().enumerate().filter(|(_, p)| p.is_some());
+            let mut mask = super::literals::mask_of(patterns.len(), candidates.map(|(i, _)| i));
             let budget = len / super::ends::BYTES_PER_END;
             if !scanner.gates(&mask) {
                 return 0;

@@ -285,6 +285,15 @@ fn product(a: &Set, b: &Set) -> Option<Set> {
     Some(out)
 }
 
+/// A bit per pattern, over `n` patterns, set for those of `indices`.
+pub fn mask_of(n: usize, indices: impl IntoIterator<Item = usize>) -> Vec<u64> {
+    let mut mask = vec![0u64; n.div_ceil(64).max(1)];
+    for i in indices.into_iter().filter(|&i| i < n) {
+        mask[i / 64] |= 1 << (i % 64);
+    }
+    mask
+}
+
 /// Automata over the required literals of a pack's patterns: one over the
 /// exact sets (its prefilter skips to their rare bytes), one over the
 /// folded sets (found without ASCII case).
@@ -540,29 +549,24 @@ mod tests {
             Some(lits(&["sk-ant-"], false)),
         ];
         let s = Scanner::new(sets.iter().map(Option::as_ref)).unwrap();
-        let mut mask = vec![0b111];
-        assert_eq!(s.narrow(b"key ghp_abc and more", &mut mask, 100), 1);
-        assert_eq!(mask, vec![0b011]);
-        // Exact sets are found as they are; folded ones without case.
-        let mut mask = vec![0b101];
-        s.narrow(b"AsIa then GHP_", &mut mask, 100);
-        assert_eq!(mask, vec![0b100]);
-        let mut mask = vec![0b101];
-        s.narrow(b"nothing here", &mut mask, 100);
-        assert_eq!(mask, vec![0]);
-        // The longest literal at a start serves those it begins with.
-        let mut mask = vec![0b11000];
-        s.narrow(b"x sk-ant-api", &mut mask, 100);
-        assert_eq!(mask, vec![0b11000]);
-        let mut mask = vec![0b11000];
-        s.narrow(b"x sk-proj", &mut mask, 100);
-        assert_eq!(mask, vec![0b01000]);
-        // Past its budget of occurrences, the scanner clears nothing.
-        let mut mask = vec![0b10001];
-        s.narrow(b"ghp_ghp_ghp_", &mut mask, 2);
-        assert_eq!(mask, vec![0b10001]);
-        s.narrow(b"ghp_ghp_ghp_", &mut mask, 3);
-        assert_eq!(mask, vec![0b00001]);
+        // (mask, text, budget): the mask left, and the occurrences read.
+        for ((mask, text, budget), want) in [
+            // Pattern 1 has no set: never cleared.
+            ((0b111, "key ghp_abc and more", 100), (0b011, 1)),
+            // Exact sets are found as they are; folded ones without case.
+            ((0b101, "AsIa then GHP_", 100), (0b100, 1)),
+            ((0b101, "nothing here", 100), (0, 0)),
+            // The longest literal at a start serves those it begins with.
+            ((0b11000, "x sk-ant-api", 100), (0b11000, 1)),
+            ((0b11000, "x sk-proj", 100), (0b01000, 1)),
+            // Past its budget of occurrences, the scanner clears nothing.
+            ((0b10001, "ghp_ghp_ghp_", 2), (0b10001, 3)),
+            ((0b10001, "ghp_ghp_ghp_", 3), (0b00001, 3)),
+        ] {
+            let mut m = vec![mask];
+            let reads = s.narrow(text.as_bytes(), &mut m, budget);
+            assert_eq!((m[0], reads), want, "{text:?}");
+        }
     }
 
     proptest::proptest! {

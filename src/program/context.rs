@@ -362,11 +362,23 @@ mod tests {
             lits(&["Passport", "No."]),
             Some(vec!["no.".into(), "passport".into()])
         );
+        // The Kelvin sign still matches `k`: the literal stops before it,
+        // so the scan keeps the codon wherever the word holds.
         let c = ctx(&["secretaccesskey"], 64, 0);
-        // The Kelvin sign still matches `k`: the literal stops before it.
-        let text = "secretaccess\u{212A}ey AAAA";
-        assert!(c.holds(text, text.len() - 4, text.len(), None));
-        assert!(text.to_ascii_lowercase().contains("secretaccess"));
+        let scanner = crate::pattern::literals::Scanner::new(
+            [c.required_literals()].iter().map(Option::as_ref),
+        )
+        .unwrap();
+        for (text, holds) in [
+            ("SecretAccess\u{212A}ey AAAA", true),
+            ("secretaccesskey AAAA", true),
+            ("secret access key AAAA", false),
+        ] {
+            assert_eq!(c.holds(text, text.len() - 4, text.len(), None), holds);
+            let mut mask = vec![1];
+            scanner.narrow(text.as_bytes(), &mut mask, 100);
+            assert_eq!(mask, vec![u64::from(holds)], "{text:?}");
+        }
     }
 
     #[test]
