@@ -157,6 +157,10 @@ struct Caches {
     ascii_ends: pattern::ends::TreeCaches,
     /// The matchers' reverse lazy DFAs.
     rev: Vec<Option<regex_automata::hybrid::dfa::Cache>>,
+    /// What the last combined pass learnt, kept for its lists' memory.
+    found: pattern::ends::Found,
+    /// The codons' captures, made at their first value.
+    captures: Vec<Option<regex_automata::util::captures::Captures>>,
 }
 
 /// Cache sets warmed at load: one per core (at most 8), so the first
@@ -186,6 +190,8 @@ struct RuleInfo {
 pub struct Evaluator {
     pack_id: String,
     pack_version: String,
+    /// The pack's receipts ([§6.4](docs/evaluation.md#s6-4)), with a clean payload's prefix hashed once.
+    receipts: receipt::Receipts,
     /// Custom rules in file order, then the program's codons.
     matchers: Vec<Matcher>,
     /// The codons and hard rules the pack runs ([§6.1](docs/evaluation.md#s6-1), [§16](docs/codons.md#s16)).
@@ -328,6 +334,7 @@ impl Evaluator {
                 .collect(),
             pack_id: pack_id.to_string(),
             pack_version: pack_version.to_string(),
+            receipts: receipt::Receipts::new(pack_id, pack_version),
             matchers,
             native: program.streams_natively(),
             program,
@@ -372,6 +379,8 @@ impl Evaluator {
                         .map(regex_automata::hybrid::dfa::DFA::create_cache)
                 })
                 .collect(),
+            found: pattern::ends::Found::default(),
+            captures: self.matchers.iter().map(|_| None).collect(),
         }
     }
 
@@ -407,14 +416,16 @@ impl Evaluator {
         let mut ends = None;
         if candidates.len() > SET_THRESHOLD {
             let base = pattern::ends::ENDS_BASE;
-            let found = if ascii {
-                let caches = &mut caches.ascii_ends;
+            let mut found = std::mem::take(&mut caches.found);
+            if ascii {
+                let (caches, lens) = (&mut caches.ascii_ends, &self.max_lens);
                 self.ascii_ends
-                    .run(caches, text, &self.max_lens, base, false)
+                    .run_into(caches, text, lens, base, false, &mut found);
             } else {
+                let (caches, lens) = (&mut caches.ends, &self.max_lens);
                 self.ends
-                    .run(&mut caches.ends, text, &self.max_lens, base, true)
-            };
+                    .run_into(caches, text, lens, base, true, &mut found);
+            }
             // A matcher no finished pass covered is searched whole.
             candidates.retain(|&i| !found.known[i] || found.seen[i]);
             ends = Some(found);
@@ -455,6 +466,9 @@ impl Evaluator {
                     });
                 found[i] = self.find_all(i, text, ascii, caches, near);
             }
+        }
+        if let Some(kept) = ends {
+            caches.found = kept;
         }
         found
     }
@@ -597,9 +611,10 @@ impl Evaluator {
     /// one pass over the bytes settles most clean payloads).
     fn candidates(&self, text: &str) -> Vec<usize> {
         let mask = self.mask(text.as_bytes());
-        (0..self.matchers.len())
-            .filter(|&i| mask[i / 64] & (1 << (i % 64)) != 0)
-            .collect()
+        let mut candidates = Vec::with_capacity(mask.iter().map(|w| w.count_ones() as usize).sum());
+        candidates
+            .extend((0..self.matchers.len()).filter(|&i| mask[i / 64] & (1 << (i % 64)) != 0));
+        candidates
     }
 
     /// Every matcher's spans in `text` (empty when no matcher can match),
@@ -789,9 +804,7 @@ impl Evaluator {
             None => (PERMIT_ACTION, None, None),
         };
         let invariants_passed = deciding.is_none();
-        let receipt_hash = receipt::receipt_hash_of(
-            &self.pack_id,
-            &self.pack_version,
+        let receipt_hash = self.receipts.hash_of(
             action,
             invariants_passed,
             triggers.iter().map(|t| t.rule_id),
@@ -913,9 +926,9 @@ impl Evaluator {
             .checked_sub(self.rules.len())
             .and_then(|c| self.program.codons.get(c))
         {
-            Some(codon) if codon.filters() => {
-                let exact = &mut caches.exact[i];
-                values(codon, &m.regex, exact, text, ascii, spans)
+            Some(codon) if codon.filters() && !spans.is_empty() => {
+                let (exact, caps) = (&mut caches.exact[i], &mut caches.captures[i]);
+                values(codon, &m.regex, exact, caps, text, ascii, spans)
             }
             _ => spans,
         }
@@ -927,13 +940,13 @@ impl Evaluator {
     /// only to ASCII stretches (with the characters either side): elsewhere
     /// its exact regex's DFAs give up, and the guided search of the whole
     /// text is the fast one.
-    fn stretches(
+    fn stretches<'s>(
         &self,
         i: usize,
         text: &str,
-        stretches: &[(usize, usize)],
+        stretches: &'s [(usize, usize)],
         ascii: bool,
-    ) -> Option<Vec<(usize, usize)>> {
+    ) -> Option<std::borrow::Cow<'s, [(usize, usize)]>> {
         self.max_lens.get(i).copied().flatten()?;
         let stretches = windowed::confined(text, stretches)?;
         let bytes = text.as_bytes();
@@ -1009,27 +1022,35 @@ fn values(
     codon: &crate::program::Codon,
     re: &Regex,
     cache: &mut Cache,
+    caps: &mut Option<regex_automata::util::captures::Captures>,
     text: &str,
     ascii: bool,
-    spans: Vec<(usize, usize)>,
+    mut spans: Vec<(usize, usize)>,
 ) -> Vec<(usize, usize)> {
-    let mut caps = codon.group.map(|_| re.create_captures());
+    let mut caps = codon
+        .group
+        .map(|_| caps.get_or_insert_with(|| re.create_captures()));
     // The context words of the text, looked for once for all its values.
     let mut scan = ContextScan::of(ascii);
+    // The values overwrite the matches they come from, in order.
+    let mut kept = 0;
+    for k in 0..spans.len() {
+        let found = value_span(
+            codon,
+            re,
+            cache,
+            caps.as_deref_mut(),
+            text,
+            spans[k],
+            Some(&mut scan),
+        );
+        if let Some(v) = found {
+            spans[kept] = v;
+            kept += 1;
+        }
+    }
+    spans.truncate(kept);
     spans
-        .into_iter()
-        .filter_map(|(s, e)| {
-            value_span(
-                codon,
-                re,
-                cache,
-                caps.as_mut(),
-                text,
-                (s, e),
-                Some(&mut scan),
-            )
-        })
-        .collect()
 }
 
 /// The value of the codon's match `text[s..e]`, if it counts: its group's

@@ -72,7 +72,6 @@
 
 use super::decision::{Decision, BLOCKED_TEXT};
 use super::normalize::Normalize;
-use super::receipt::receipt_hash_of;
 use super::{Evaluator, Severity};
 
 mod advance;
@@ -536,14 +535,9 @@ impl<E: Deref<Target = Evaluator>> Session<E> {
                 invariants_passed: false,
                 pack_id: &ev.pack_id,
                 pack_version: &ev.pack_version,
-                receipt_hash: receipt_hash_of(
-                    &ev.pack_id,
-                    &ev.pack_version,
-                    stop_action,
-                    false,
-                    std::iter::empty(),
-                    &digest,
-                ),
+                receipt_hash: ev
+                    .receipts
+                    .hash_of(stop_action, false, std::iter::empty(), &digest),
                 latency_us: 0.0,
                 normalized,
             }

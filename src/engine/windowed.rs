@@ -17,15 +17,23 @@
 use regex_automata::hybrid::dfa::{Cache as RevCache, DFA};
 use regex_automata::meta::{Cache, Regex};
 use regex_automata::{Anchored, Input};
+use std::borrow::Cow;
 
 /// `stretches` (merged `[end - len, end]`, ascending, from the combined
 /// pass) with their starts moved back to a code-point boundary, or `None`
 /// when together they cover at least half of the text: one search of the
-/// whole text is then cheaper.
-pub(super) fn confined(text: &str, stretches: &[(usize, usize)]) -> Option<Vec<(usize, usize)>> {
+/// whole text is then cheaper. Borrowed when no start moves (always on
+/// ASCII text): the pass merged them by the same rule.
+pub(super) fn confined<'a>(
+    text: &str,
+    stretches: &'a [(usize, usize)],
+) -> Option<Cow<'a, [(usize, usize)]>> {
     let covered: usize = stretches.iter().map(|(s, e)| e - s).sum();
     if covered.saturating_mul(2) >= text.len() {
         return None;
+    }
+    if stretches.iter().all(|&(s, _)| text.is_char_boundary(s)) {
+        return Some(Cow::Borrowed(stretches));
     }
     let mut out: Vec<(usize, usize)> = Vec::with_capacity(stretches.len());
     for &(mut s, e) in stretches {
@@ -37,14 +45,14 @@ pub(super) fn confined(text: &str, stretches: &[(usize, usize)]) -> Option<Vec<(
             _ => out.push((s, e)),
         }
     }
-    Some(out)
+    Some(Cow::Owned(out))
 }
 
 /// What the combined pass learnt of one pattern whose matches are at most
 /// `len` bytes long: its [`confined`] stretches, and every end it reported
 /// there, ascending.
 pub(super) struct Near<'a> {
-    pub stretches: Vec<(usize, usize)>,
+    pub stretches: Cow<'a, [(usize, usize)]>,
     pub ends: &'a [usize],
     pub len: usize,
 }
@@ -68,7 +76,7 @@ pub(super) fn search(
 ) -> Vec<(usize, usize)> {
     let mut out = Vec::new();
     let mut k = 0;
-    for &(a, b) in &found.stretches {
+    for &(a, b) in found.stretches.iter() {
         let mut pos = a;
         loop {
             while found.ends.get(k).is_some_and(|&e| e <= pos) {
@@ -123,16 +131,17 @@ mod tests {
     #[test]
     fn confined_stretches_start_on_a_code_point_and_stop_at_half_the_text() {
         let text = "a".repeat(100);
-        assert_eq!(
-            confined(&text, &[(5, 12), (35, 40)]),
-            Some(vec![(5, 12), (35, 40)])
-        );
+        // On a code point already: the pass's stretches, not a copy.
+        let stretches = [(5, 12), (35, 40)];
+        let got = confined(&text, &stretches);
+        assert!(matches!(got, Some(Cow::Borrowed(s)) if s == stretches));
         assert_eq!(confined(&text, &[(30, 60), (69, 99)]), None);
         // A start inside a code point moves back to its first byte, and
         // may then meet the stretch before.
         let text = format!("{}é{}", "a".repeat(50), "b".repeat(50));
-        assert_eq!(confined(&text, &[(51, 55)]), Some(vec![(50, 55)]));
-        assert_eq!(confined(&text, &[(45, 50), (51, 55)]), Some(vec![(45, 55)]));
+        let owned = |v: &[(usize, usize)]| Some(Cow::Owned(v.to_vec()));
+        assert_eq!(confined(&text, &[(51, 55)]), owned(&[(50, 55)]));
+        assert_eq!(confined(&text, &[(45, 50), (51, 55)]), owned(&[(45, 55)]));
     }
 
     /// `search` over the pass's stretches and ends finds what a search of
@@ -183,7 +192,7 @@ mod tests {
                     })
                     .collect();
                 let found = Near {
-                    stretches,
+                    stretches: Cow::Owned(stretches),
                     ends: &ends.ends[0],
                     len,
                 };

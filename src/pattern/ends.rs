@@ -62,8 +62,10 @@ struct Node {
 /// search at a time).
 pub type TreeCaches = Vec<Option<Cache>>;
 
-/// What the passes of a [`Tree`] learnt.
-#[derive(Debug)]
+/// What the passes of a [`Tree`] learnt. A set of search caches keeps one
+/// across decisions ([`Tree::run_into`]), so that a decision on a short
+/// text allocates none of its lists.
+#[derive(Debug, Default)]
 pub struct Found {
     /// `known[i]`: a pass that finished covered pattern `i`, so `seen[i]`
     /// and `stretches[i]` hold; the others must be searched whole.
@@ -78,6 +80,38 @@ pub struct Found {
     pub count: usize,
     /// How many passes ran (to the end of the text or not).
     pub passes: usize,
+}
+
+/// Longest list of stretches or ends a kept [`Found`] keeps the memory of:
+/// a large text's do not stay behind in an idle cache set.
+const KEEP: usize = 256;
+
+impl Found {
+    /// Empty, for `n` patterns none of which is known; the lists keep
+    /// their memory up to [`KEEP`] entries.
+    fn reset(&mut self, n: usize) {
+        self.known.clear();
+        self.known.resize(n, false);
+        self.seen.clear();
+        self.seen.resize(n, false);
+        clear_lists(&mut self.stretches, n);
+        clear_lists(&mut self.ends, n);
+        self.count = 0;
+        self.passes = 0;
+    }
+}
+
+/// `n` empty lists in `lists`, reusing those it has up to [`KEEP`] entries.
+fn clear_lists<T>(lists: &mut Vec<Vec<T>>, n: usize) {
+    lists.truncate(n);
+    for l in lists.iter_mut() {
+        if l.capacity() > KEEP {
+            *l = Vec::new();
+        } else {
+            l.clear();
+        }
+    }
+    lists.resize_with(n, Vec::new);
 }
 
 impl Tree {
@@ -152,55 +186,41 @@ impl Tree {
         base: usize,
         halves: bool,
     ) -> Found {
-        let n = lens.len();
-        let mut found = Found {
-            known: Vec::new(),
-            seen: Vec::new(),
-            stretches: Vec::new(),
-            ends: Vec::new(),
-            count: 0,
-            passes: 0,
-        };
-        let budget = base + text.len() / BYTES_PER_END;
-        // The root first: on most texts it is the only pass, and what it
-        // learns becomes the answer without a copy.
-        let mut todo = Vec::new();
-        match self.pass_of(0, caches, text, lens, budget, &mut found) {
-            Some(Pass::Known(ends)) => {
-                found.known = vec![true; n];
-                found.seen = ends.seen;
-                found.stretches = ends.stretches;
-                found.ends = ends.ends;
-                return found;
-            }
-            Some(Pass::GaveUp) if halves => todo.extend(self.halves_of(0)),
-            _ => {}
-        }
-        found.known = vec![false; n];
-        found.seen = vec![false; n];
-        found.stretches = vec![Vec::new(); n];
-        found.ends = vec![Vec::new(); n];
-        while let Some(k) = todo.pop() {
-            match self.pass_of(k, caches, text, lens, budget, &mut found) {
-                Some(Pass::Known(mut ends)) => {
-                    for (j, i) in self.nodes[k].range.clone().enumerate() {
-                        found.known[i] = true;
-                        found.seen[i] = ends.seen[j];
-                        found.stretches[i] = std::mem::take(&mut ends.stretches[j]);
-                        found.ends[i] = std::mem::take(&mut ends.ends[j]);
-                    }
-                }
-                // The budget is spent: nothing more is learnt.
-                Some(Pass::Dense) => break,
-                Some(Pass::GaveUp) => todo.extend(self.halves_of(k)),
-                None => {}
-            }
-        }
+        let mut found = Found::default();
+        self.run_into(caches, text, lens, base, halves, &mut found);
         found
     }
 
+    /// [`Tree::run`] into `found`, whose lists' memory it reuses.
+    pub fn run_into(
+        &self,
+        caches: &mut [Option<Cache>],
+        text: &str,
+        lens: &[Option<usize>],
+        base: usize,
+        halves: bool,
+        found: &mut Found,
+    ) {
+        found.reset(lens.len());
+        let budget = base + text.len() / BYTES_PER_END;
+        // The root first: on most texts it is the only pass.
+        let mut todo = Vec::new();
+        let mut next = Some(0);
+        while let Some(k) = next.take().or_else(|| todo.pop()) {
+            match self.pass_of(k, caches, text, lens, budget, found) {
+                Some(Outcome::Known) => {}
+                // The budget is spent: nothing more is learnt.
+                Some(Outcome::Dense) => break,
+                Some(Outcome::GaveUp) if halves => todo.extend(self.halves_of(k)),
+                Some(Outcome::GaveUp) | None => {}
+            }
+        }
+    }
+
     /// The pass of node `k` over `text` within what is left of `budget`
-    /// (counted in `found`); `None` when there is no such node.
+    /// (counted in `found`), written into `found`'s entries of the node's
+    /// patterns (left empty unless it finished); `None` when there is no
+    /// such node.
     fn pass_of(
         &self,
         k: usize,
@@ -209,22 +229,51 @@ impl Tree {
         lens: &[Option<usize>],
         budget: usize,
         found: &mut Found,
-    ) -> Option<Pass> {
+    ) -> Option<Outcome> {
         let node = self.nodes.get(k)?;
-        let lens = lens.get(node.range.clone())?;
+        let range = node.range.clone();
+        let lens = lens.get(range.clone())?;
         let outcome = match (&node.dfa, caches.get_mut(k).and_then(Option::as_mut)) {
             (Some(dfa), Some(cache)) => {
                 found.passes += 1;
-                pass_within(dfa, cache, text, lens, budget - found.count)
+                let out = EndsMut {
+                    seen: found.seen.get_mut(range.clone())?,
+                    stretches: found.stretches.get_mut(range.clone())?,
+                    ends: found.ends.get_mut(range.clone())?,
+                };
+                let outcome = pass_into(dfa, cache, text, lens, budget - found.count, out);
+                if outcome.0 == Outcome::GaveUp {
+                    // A full cache that gave up stays full: every later
+                    // text needing a new state would give up at once (the
+                    // bytes searched since its last clearing are too few),
+                    // and its candidates be searched whole, until enough
+                    // text went by. The next text starts afresh instead.
+                    cache.reset(dfa);
+                }
+                outcome
             }
-            _ => Pass::GaveUp,
+            _ => (Outcome::GaveUp, 0),
         };
-        match &outcome {
-            Pass::Known(ends) => found.count += ends.count,
-            Pass::Dense => found.count = budget,
-            Pass::GaveUp => {}
+        match outcome.0 {
+            Outcome::Known => {
+                found.count += outcome.1;
+                found.known.get_mut(range)?.fill(true);
+            }
+            Outcome::Dense | Outcome::GaveUp => {
+                if outcome.0 == Outcome::Dense {
+                    found.count = budget;
+                }
+                // What the pass wrote before it stopped is not known.
+                found.seen.get_mut(range.clone())?.fill(false);
+                for l in found.stretches.get_mut(range.clone())? {
+                    l.clear();
+                }
+                for l in found.ends.get_mut(range)? {
+                    l.clear();
+                }
+            }
         }
-        Some(outcome)
+        Some(outcome.0)
     }
 
     /// Node `k`'s halves, the first last (popped first).
@@ -291,6 +340,25 @@ pub fn pass(dfa: &DFA, cache: &mut Cache, text: &str, lens: &[Option<usize>], ba
     pass_within(dfa, cache, text, lens, base + text.len() / BYTES_PER_END)
 }
 
+/// How a pass ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Outcome {
+    /// It read the whole text.
+    Known,
+    /// It stopped at its budget of ends.
+    Dense,
+    /// Its lazy DFA gave up.
+    GaveUp,
+}
+
+/// Where a pass writes what it learns, one entry per pattern of its
+/// automaton (empty when it starts).
+struct EndsMut<'a> {
+    seen: &'a mut [bool],
+    stretches: &'a mut [Vec<(usize, usize)>],
+    ends: &'a mut [Vec<usize>],
+}
+
 /// [`pass`] with a budget of ends: past it, [`Pass::Dense`].
 fn pass_within(
     dfa: &DFA,
@@ -299,29 +367,52 @@ fn pass_within(
     lens: &[Option<usize>],
     budget: usize,
 ) -> Pass {
-    let input = Input::new(text);
-    let mut state = OverlappingState::start();
     let patterns = lens.len();
-    let mut out = Ends {
+    let mut ends = Ends {
         seen: vec![false; patterns],
         stretches: vec![Vec::new(); patterns],
         ends: vec![Vec::new(); patterns],
         count: 0,
     };
+    let out = EndsMut {
+        seen: &mut ends.seen,
+        stretches: &mut ends.stretches,
+        ends: &mut ends.ends,
+    };
+    match pass_into(dfa, cache, text, lens, budget, out) {
+        (Outcome::Known, count) => Pass::Known(Ends { count, ..ends }),
+        (Outcome::Dense, _) => Pass::Dense,
+        (Outcome::GaveUp, _) => Pass::GaveUp,
+    }
+}
+
+/// One pass written into `out`, and how many ends it read.
+fn pass_into(
+    dfa: &DFA,
+    cache: &mut Cache,
+    text: &str,
+    lens: &[Option<usize>],
+    budget: usize,
+    out: EndsMut<'_>,
+) -> (Outcome, usize) {
+    let input = Input::new(text);
+    let mut state = OverlappingState::start();
+    let patterns = lens.len();
+    let mut count = 0;
     loop {
         if dfa
             .try_search_overlapping_fwd(cache, &input, &mut state)
             .is_err()
         {
-            return Pass::GaveUp;
+            return (Outcome::GaveUp, count);
         }
         let Some(m) = state.get_match() else {
-            return Pass::Known(out);
+            return (Outcome::Known, count);
         };
-        out.count += 1;
+        count += 1;
         let i = m.pattern().as_usize();
-        if out.count > budget || i >= patterns {
-            return Pass::Dense;
+        if count > budget || i >= patterns {
+            return (Outcome::Dense, count);
         }
         out.seen[i] = true;
         if let Some(len) = lens[i] {
@@ -462,6 +553,52 @@ pub(crate) mod tests {
             .map(|src| text.matches(&src[..2]).count())
             .sum();
         assert_eq!(found.count, occurrences);
+    }
+
+    /// A kept [`Found`] (an idle cache set's) answers every run as a new
+    /// one does, whatever the run before it left: a pass that gave up
+    /// after writing ends, a budget spent, lists longer than it keeps.
+    #[test]
+    fn a_kept_found_answers_as_a_new_one() {
+        let (srcs, explosive) = explosive_and_plain();
+        let srcs: Vec<&str> = srcs.iter().map(String::as_str).collect();
+        let tree = Tree::build(&srcs);
+        let mut caches = tree.create_caches();
+        let lens = vec![Some(2); srcs.len()];
+        let many = "qa ".repeat(400);
+        let dense = "qaqb".repeat(400);
+        let runs: [(&str, bool); 7] = [
+            (&explosive, true),
+            ("a qa and a qc", false),
+            (&many, false),
+            (&explosive, false),
+            (&dense, false),
+            ("qp", true),
+            ("nothing here", false),
+        ];
+        let mut kept = Found::default();
+        for (k, &(text, halves)) in runs.iter().enumerate() {
+            tree.run_into(&mut caches, text, &lens, ENDS_BASE, halves, &mut kept);
+            let new = tree.run(&mut caches, text, &lens, ENDS_BASE, halves);
+            assert_eq!(kept.known, new.known, "run {k}");
+            assert_eq!(kept.seen, new.seen, "run {k}");
+            assert_eq!(kept.stretches, new.stretches, "run {k}");
+            assert_eq!(kept.ends, new.ends, "run {k}");
+            assert_eq!(
+                (kept.count, kept.passes),
+                (new.count, new.passes),
+                "run {k}"
+            );
+        }
+        // The runs above cover each way a pass ends. Right after a pass
+        // gave up, the next text's pass finishes: the full cache was reset
+        // (kept full, it would give up at once).
+        let mut outcome =
+            |text: &str, halves| tree.run(&mut caches, text, &lens, ENDS_BASE, halves);
+        assert!(outcome(&explosive, false).known.iter().all(|&k| !k));
+        assert!(outcome(&many, false).ends[16].len() > KEEP);
+        let dense_run = outcome(&dense, false);
+        assert!(dense_run.known.iter().all(|&k| !k) && dense_run.count > 0);
     }
 
     #[test]

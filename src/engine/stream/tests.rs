@@ -1,5 +1,6 @@
 use super::*;
 use crate::engine::decision::Decision;
+use crate::engine::receipt::receipt_hash_of;
 use crate::engine::tests::{builtin_only, evaluator};
 use crate::engine::PERMIT_ACTION;
 
