@@ -334,7 +334,19 @@ impl Evaluator {
                 .collect(),
             pack_id: pack_id.to_string(),
             pack_version: pack_version.to_string(),
-            receipts: receipt::Receipts::new(pack_id, pack_version),
+            receipts: receipt::Receipts::with_rules(
+                pack_id,
+                pack_version,
+                infos
+                    .iter()
+                    .map(|r| (r.id.as_str(), r.action.as_str()))
+                    .chain(
+                        program
+                            .hard_rules
+                            .iter()
+                            .map(|h| (h.id.as_str(), h.action.as_str())),
+                    ),
+            ),
             matchers,
             native: program.streams_natively(),
             program,

@@ -17,7 +17,7 @@ pub(crate) fn receipt_hash_of<'a>(
     pack_version: &str,
     action: &str,
     invariants_passed: bool,
-    rule_ids: impl Iterator<Item = &'a str>,
+    rule_ids: impl Iterator<Item = &'a str> + Clone,
     payload_sha256: &[u8; 32],
 ) -> String {
     Receipts::new(pack_id, pack_version).hash_of(
@@ -38,9 +38,41 @@ pub(crate) struct Receipts {
     middle: String,
     /// The state after `{"action":"permit_clean_payload",…"sha256_payload":"`.
     clean: Sha256,
+    /// For each rule (id and action, sorted by id), the state after the
+    /// prefix of a decision with that rule's trigger alone, the common
+    /// case of a payload that holds something.
+    single: Vec<(String, String, Sha256)>,
 }
 
 impl Receipts {
+    /// The receipts of pack `pack_id` at `pack_version`, whose rules
+    /// (custom rules and hard rules) have `rules`' ids and actions.
+    pub(crate) fn with_rules<'a>(
+        pack_id: &str,
+        pack_version: &str,
+        rules: impl Iterator<Item = (&'a str, &'a str)>,
+    ) -> Self {
+        let mut receipts = Self::new(pack_id, pack_version);
+        let mut single: Vec<(String, String, Sha256)> = rules
+            .map(|(id, action)| {
+                let mut h = Sha256::new();
+                Self::prefix(&mut h, &receipts.middle, action, false, std::iter::once(id));
+                (id.to_string(), action.to_string(), h)
+            })
+            .collect();
+        single.sort_by(|a, b| a.0.cmp(&b.0));
+        // Two rules with one id (a pack cannot have them) would make the
+        // lookup ambiguous: keep neither.
+        let dup: Vec<String> = single
+            .windows(2)
+            .filter(|w| w[0].0 == w[1].0)
+            .map(|w| w[0].0.clone())
+            .collect();
+        single.retain(|r| !dup.contains(&r.0));
+        receipts.single = single;
+        receipts
+    }
+
     /// The receipts of pack `pack_id` at `pack_version`.
     pub(crate) fn new(pack_id: &str, pack_version: &str) -> Self {
         let mut middle = String::with_capacity(64 + pack_id.len() + pack_version.len());
@@ -51,7 +83,11 @@ impl Receipts {
         middle.push_str(",\"rule_ids\":[");
         let mut clean = Sha256::new();
         Self::prefix(&mut clean, &middle, PERMIT_ACTION, true, std::iter::empty());
-        Self { middle, clean }
+        Self {
+            middle,
+            clean,
+            single: Vec::new(),
+        }
     }
 
     /// Feeds the receipt JSON up to the payload's digest: keys in sorted
@@ -87,16 +123,28 @@ impl Receipts {
         &self,
         action: &str,
         invariants_passed: bool,
-        rule_ids: impl Iterator<Item = &'a str>,
+        rule_ids: impl Iterator<Item = &'a str> + Clone,
         payload_sha256: &[u8; 32],
     ) -> String {
-        let mut rule_ids = rule_ids.peekable();
-        let mut h = if invariants_passed && action == PERMIT_ACTION && rule_ids.peek().is_none() {
-            self.clean.clone()
-        } else {
-            let mut h = Sha256::new();
-            Self::prefix(&mut h, &self.middle, action, invariants_passed, rule_ids);
-            h
+        let mut first_two = rule_ids.clone();
+        let kept = match (first_two.next(), first_two.next()) {
+            (None, _) if invariants_passed && action == PERMIT_ACTION => Some(&self.clean),
+            (Some(id), None) if !invariants_passed => self
+                .single
+                .binary_search_by(|r| r.0.as_str().cmp(id))
+                .ok()
+                .and_then(|k| self.single.get(k))
+                .filter(|r| r.1 == action)
+                .map(|r| &r.2),
+            _ => None,
+        };
+        let mut h = match kept {
+            Some(state) => state.clone(),
+            None => {
+                let mut h = Sha256::new();
+                Self::prefix(&mut h, &self.middle, action, invariants_passed, rule_ids);
+                h
+            }
         };
         let mut payload_hex = [0u8; 64];
         // Encoding 32 bytes into 64 always fits; the hex crate's `encode`
@@ -170,6 +218,46 @@ mod tests {
         assert_eq!(failed, "hx_proof_a571592f5b09a626d89794e5");
         let with_id = r.hash_of(PERMIT_ACTION, true, ["a"].into_iter(), &sha(b"hello"));
         assert_eq!(with_id, "hx_proof_3240371585ffb32fd5c7e3dd");
+        // A rule's trigger alone takes its kept state; with another
+        // action, another rule or a second id, the prefix is hashed.
+        let r = Receipts::with_rules(
+            "custom.internal_code_guard.v1",
+            "1.0.0",
+            [("project_code", "block_project_code"), ("other", "redact")].into_iter(),
+        );
+        let one = |action, ids: &[&str]| {
+            r.hash_of(
+                action,
+                false,
+                ids.iter().copied(),
+                &sha(b"Release PROJ-ZEUS-9 today"),
+            )
+        };
+        assert_eq!(
+            one("block_project_code", &["project_code"]),
+            "hx_proof_11d7a1d30558198a38b9c520"
+        );
+        let plain = Receipts::new("custom.internal_code_guard.v1", "1.0.0");
+        let want = |action, ids: &[&str]| {
+            plain.hash_of(
+                action,
+                false,
+                ids.iter().copied(),
+                &sha(b"Release PROJ-ZEUS-9 today"),
+            )
+        };
+        for (action, ids) in [
+            ("redact", &["project_code"][..]),
+            ("block_project_code", &["other"][..]),
+            ("block_project_code", &["project_code", "other"][..]),
+            ("block_project_code", &["unknown"][..]),
+        ] {
+            assert_eq!(one(action, ids), want(action, ids), "{action} {ids:?}");
+        }
+        assert_ne!(
+            one("redact", &["project_code"]),
+            one("block_project_code", &["project_code"])
+        );
         let got = receipt_hash_of(
             "x.\u{e9}\"q\\\\.v1",
             "2.0.0-rc\u{2028}",
