@@ -190,7 +190,8 @@ struct RuleInfo {
 pub struct Evaluator {
     pack_id: String,
     pack_version: String,
-    /// The pack's receipts ([§6.4](docs/evaluation.md#s6-4)), with a clean payload's prefix hashed once.
+    /// The pack's receipts ([§6.4](docs/evaluation.md#s6-4)), with the prefixes of a clean payload's
+    /// and of each rule's trigger alone hashed at load.
     receipts: receipt::Receipts,
     /// Custom rules in file order, then the program's codons.
     matchers: Vec<Matcher>,
@@ -479,7 +480,8 @@ impl Evaluator {
                 found[i] = self.find_all(i, text, ascii, caches, near);
             }
         }
-        if let Some(kept) = ends {
+        if let Some(mut kept) = ends {
+            kept.shed();
             caches.found = kept;
         }
         found

@@ -8,9 +8,7 @@ use sha2::{Digest, Sha256};
 /// The receipt schema name.
 pub const RECEIPT_SCHEMA: &str = "helixor.decision_receipt.v1";
 
-/// `hx_proof_` + the first 24 hex digits of SHA-256 over the receipt JSON,
-/// from the payload's SHA-256: a stream session hashes its text as it
-/// arrives and no longer holds it whole when it decides.
+/// [`Receipts::hash_of`] for a pack built for one receipt (tests).
 #[cfg(test)]
 pub(crate) fn receipt_hash_of<'a>(
     pack_id: &str,
@@ -29,9 +27,10 @@ pub(crate) fn receipt_hash_of<'a>(
 }
 
 /// The receipts of one pack: the JSON between its action and its rule ids
-/// (pack id and version, written once), and the SHA-256 state after the
-/// whole prefix of a clean payload's receipt, so that such a receipt (most
-/// decisions are) hashes only its payload's digest. Built at load.
+/// (pack id and version, written once), and the SHA-256 states after the
+/// whole prefix of a clean payload's receipt and of each rule's trigger
+/// alone, so that such a receipt (most decisions' are) hashes only its
+/// payload's digest. Built at load.
 #[derive(Clone)]
 pub(crate) struct Receipts {
     /// `,"pack_id":…,"pack_version":…,"rule_ids":[`.
@@ -60,15 +59,9 @@ impl Receipts {
                 (id.to_string(), action.to_string(), h)
             })
             .collect();
+        // A state depends only on its id and action, both checked at the
+        // lookup: any entry found is the right one.
         single.sort_by(|a, b| a.0.cmp(&b.0));
-        // Two rules with one id (a pack cannot have them) would make the
-        // lookup ambiguous: keep neither.
-        let dup: Vec<String> = single
-            .windows(2)
-            .filter(|w| w[0].0 == w[1].0)
-            .map(|w| w[0].0.clone())
-            .collect();
-        single.retain(|r| !dup.contains(&r.0));
         receipts.single = single;
         receipts
     }
@@ -118,7 +111,10 @@ impl Receipts {
         h.update(b"\",\"sha256_payload\":\"");
     }
 
-    /// The receipt hash of a decision ([`receipt_hash_of`]).
+    /// `hx_proof_` + the first 24 hex digits of SHA-256 over the receipt
+    /// JSON of a decision, from the payload's SHA-256: a stream session
+    /// hashes its text as it arrives and no longer holds it whole when it
+    /// decides.
     pub(crate) fn hash_of<'a>(
         &self,
         action: &str,
@@ -223,29 +219,25 @@ mod tests {
         let r = Receipts::with_rules(
             "custom.internal_code_guard.v1",
             "1.0.0",
-            [("project_code", "block_project_code"), ("other", "redact")].into_iter(),
+            // The id twice, with two actions: the lookup checks both.
+            [
+                ("project_code", "block_project_code"),
+                ("other", "redact"),
+                ("project_code", "redact"),
+            ]
+            .into_iter(),
         );
-        let one = |action, ids: &[&str]| {
-            r.hash_of(
-                action,
-                false,
-                ids.iter().copied(),
-                &sha(b"Release PROJ-ZEUS-9 today"),
-            )
+        let plain = Receipts::new("custom.internal_code_guard.v1", "1.0.0");
+        let payload = sha(b"Release PROJ-ZEUS-9 today");
+        let hash = |r: &Receipts, action, ids: &[&str]| {
+            r.hash_of(action, false, ids.iter().copied(), &payload)
         };
+        let one = |action, ids: &[&str]| hash(&r, action, ids);
+        let want = |action, ids: &[&str]| hash(&plain, action, ids);
         assert_eq!(
             one("block_project_code", &["project_code"]),
             "hx_proof_11d7a1d30558198a38b9c520"
         );
-        let plain = Receipts::new("custom.internal_code_guard.v1", "1.0.0");
-        let want = |action, ids: &[&str]| {
-            plain.hash_of(
-                action,
-                false,
-                ids.iter().copied(),
-                &sha(b"Release PROJ-ZEUS-9 today"),
-            )
-        };
         for (action, ids) in [
             ("redact", &["project_code"][..]),
             ("block_project_code", &["other"][..]),

@@ -82,36 +82,44 @@ pub struct Found {
     pub passes: usize,
 }
 
-/// Longest list of stretches or ends a kept [`Found`] keeps the memory of:
-/// a large text's do not stay behind in an idle cache set.
+/// Longest list of stretches or ends a kept [`Found`] keeps the memory of
+/// ([`Found::shed`]).
 const KEEP: usize = 256;
 
 impl Found {
     /// Empty, for `n` patterns none of which is known; the lists keep
-    /// their memory up to [`KEEP`] entries.
+    /// their memory.
     fn reset(&mut self, n: usize) {
         self.known.clear();
         self.known.resize(n, false);
         self.seen.clear();
         self.seen.resize(n, false);
-        clear_lists(&mut self.stretches, n);
-        clear_lists(&mut self.ends, n);
+        empty_lists(&mut self.stretches, n);
+        empty_lists(&mut self.ends, n);
         self.count = 0;
         self.passes = 0;
     }
+
+    /// Frees the lists with room for more than 256 entries, before the cache set
+    /// that keeps this goes idle: a large text's stay in no idle set.
+    pub fn shed(&mut self) {
+        free_long(&mut self.stretches);
+        free_long(&mut self.ends);
+    }
 }
 
-/// `n` empty lists in `lists`, reusing those it has up to [`KEEP`] entries.
-fn clear_lists<T>(lists: &mut Vec<Vec<T>>, n: usize) {
+/// `n` empty lists in `lists`, reusing the memory of those it has.
+fn empty_lists<T>(lists: &mut Vec<Vec<T>>, n: usize) {
     lists.truncate(n);
-    for l in lists.iter_mut() {
-        if l.capacity() > KEEP {
-            *l = Vec::new();
-        } else {
-            l.clear();
-        }
-    }
+    lists.iter_mut().for_each(Vec::clear);
     lists.resize_with(n, Vec::new);
+}
+
+/// Frees the lists of `lists` that hold room for more than [`KEEP`].
+fn free_long<T>(lists: &mut [Vec<T>]) {
+    for l in lists.iter_mut().filter(|l| l.capacity() > KEEP) {
+        *l = Vec::new();
+    }
 }
 
 impl Tree {
@@ -557,7 +565,7 @@ pub(crate) mod tests {
 
     /// A kept [`Found`] (an idle cache set's) answers every run as a new
     /// one does, whatever the run before it left: a pass that gave up
-    /// after writing ends, a budget spent, lists longer than it keeps.
+    /// after writing ends, a budget spent, lists it kept.
     #[test]
     fn a_kept_found_answers_as_a_new_one() {
         let (srcs, explosive) = explosive_and_plain();
@@ -578,6 +586,7 @@ pub(crate) mod tests {
         ];
         let mut kept = Found::default();
         for (k, &(text, halves)) in runs.iter().enumerate() {
+            kept.shed();
             tree.run_into(&mut caches, text, &lens, ENDS_BASE, halves, &mut kept);
             let new = tree.run(&mut caches, text, &lens, ENDS_BASE, halves);
             assert_eq!(kept.known, new.known, "run {k}");
@@ -596,7 +605,15 @@ pub(crate) mod tests {
         let mut outcome =
             |text: &str, halves| tree.run(&mut caches, text, &lens, ENDS_BASE, halves);
         assert!(outcome(&explosive, false).known.iter().all(|&k| !k));
-        assert!(outcome(&many, false).ends[16].len() > KEEP);
+        let mut long = outcome(&many, false);
+        assert!(long.ends[16].len() > KEEP);
+        // Going idle, a kept set frees such lists and keeps the short ones.
+        long.ends[17] = Vec::with_capacity(KEEP);
+        long.shed();
+        assert_eq!(
+            (long.ends[16].capacity(), long.ends[17].capacity()),
+            (0, KEEP)
+        );
         let dense_run = outcome(&dense, false);
         assert!(dense_run.known.iter().all(|&k| !k) && dense_run.count > 0);
     }
