@@ -3,6 +3,7 @@
 //! word-boundary-free "filter" form the engine scans with. Never includes a
 //! pattern's text in an error message.
 
+pub mod affixes;
 pub mod cost;
 pub mod digits;
 pub mod ends;

@@ -210,6 +210,9 @@ pub struct Evaluator {
     /// word boundaries (exact there: [`CompiledPattern::ascii_words`]),
     /// which reports only the ends of real matches.
     ascii_ends: pattern::ends::Tree,
+    /// Per codon: where its group can be read off its match without a
+    /// capture search ([`pattern::affixes::Affixes`]).
+    affixes: Vec<Option<pattern::affixes::Affixes>>,
     rules: Vec<RuleInfo>,
     /// Which matchers each byte value can start to satisfy.
     required: RequiredBytes,
@@ -324,6 +327,14 @@ impl Evaluator {
                 .collect::<Vec<_>>()
                 .into_iter(),
         );
+        let affixes = program
+            .codons
+            .iter()
+            .map(|c| {
+                c.group
+                    .and_then(|g| pattern::affixes::Affixes::of(&c.pattern.exact_src, g))
+            })
+            .collect();
         let evaluator = Self {
             required,
             literals,
@@ -353,6 +364,7 @@ impl Evaluator {
             program,
             ends,
             ascii_ends,
+            affixes,
             rules: infos,
             caches: Mutex::new(Vec::new()),
             live: OnceLock::new(),
@@ -877,9 +889,14 @@ impl Evaluator {
             .and_then(|c| self.program.codons.get(c))
         {
             Some(codon) if codon.filters() => {
-                let mut caps = codon.group.map(|_| m.regex.create_captures());
+                let affixes = self.affixes[i - self.rules.len()].as_ref();
+                let mut caps = codon
+                    .group
+                    .filter(|_| affixes.is_none())
+                    .map(|_| m.regex.create_captures());
                 value_span(
                     codon,
+                    affixes,
                     &m.regex,
                     &mut caches.exact[i],
                     caps.as_mut(),
@@ -942,7 +959,8 @@ impl Evaluator {
         {
             Some(codon) if codon.filters() && !spans.is_empty() => {
                 let (exact, caps) = (&mut caches.exact[i], &mut caches.captures[i]);
-                values(codon, &m.regex, exact, caps, text, ascii, spans)
+                let affixes = self.affixes[i - self.rules.len()].as_ref();
+                values(codon, affixes, &m.regex, exact, caps, text, ascii, spans)
             }
             _ => spans,
         }
@@ -1032,8 +1050,10 @@ impl Evaluator {
 /// group's span, when it took part, if the value passes the codon's
 /// checks. A dropped match lets no overlapping later one through: the
 /// matches were found before any was judged. `ascii`: whether `text` is.
+#[allow(clippy::too_many_arguments)]
 fn values(
     codon: &crate::program::Codon,
+    affixes: Option<&pattern::affixes::Affixes>,
     re: &Regex,
     cache: &mut Cache,
     caps: &mut Option<regex_automata::util::captures::Captures>,
@@ -1043,6 +1063,7 @@ fn values(
 ) -> Vec<(usize, usize)> {
     let mut caps = codon
         .group
+        .filter(|_| affixes.is_none())
         .map(|_| caps.get_or_insert_with(|| re.create_captures()));
     // The context words of the text, looked for once for all its values.
     let mut scan = ContextScan::of(ascii);
@@ -1051,6 +1072,7 @@ fn values(
     for k in 0..spans.len() {
         let found = value_span(
             codon,
+            affixes,
             re,
             cache,
             caps.as_deref_mut(),
@@ -1068,10 +1090,13 @@ fn values(
 }
 
 /// The value of the codon's match `text[s..e]`, if it counts: its group's
-/// span (with `caps`, the codon's captures) or the whole match, through
+/// span (read off the match with `affixes` when its pattern has them,
+/// else with `caps`, the codon's captures) or the whole match, through
 /// the codon's checks.
+#[allow(clippy::too_many_arguments)]
 fn value_span(
     codon: &crate::program::Codon,
+    affixes: Option<&pattern::affixes::Affixes>,
     re: &Regex,
     cache: &mut Cache,
     caps: Option<&mut regex_automata::util::captures::Captures>,
@@ -1080,6 +1105,7 @@ fn value_span(
     scan: Option<&mut ContextScan>,
 ) -> Option<(usize, usize)> {
     let (vs, ve) = match (codon.group, caps) {
+        (Some(_), _) if affixes.is_some() => affixes.map_or((s, e), |a| a.group_of(text, s, e)),
         (Some(g), Some(caps)) => {
             // The leftmost-first match that starts at `s` and ends by `e`
             // is the one found; look-around still sees the whole text.
