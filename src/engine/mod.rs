@@ -889,7 +889,7 @@ impl Evaluator {
             .and_then(|c| self.program.codons.get(c))
         {
             Some(codon) if codon.filters() => {
-                let affixes = self.affixes[i - self.rules.len()].as_ref();
+                let affixes = self.affixes_of(i);
                 let mut caps = codon
                     .group
                     .filter(|_| affixes.is_none())
@@ -907,6 +907,14 @@ impl Evaluator {
             }
             _ => Some((s, e)),
         }
+    }
+
+    /// Where matcher `i`'s group can be read off its match, if it is a
+    /// codon whose pattern allows it.
+    fn affixes_of(&self, i: usize) -> Option<&pattern::affixes::Affixes> {
+        i.checked_sub(self.rules.len())
+            .and_then(|c| self.affixes.get(c))
+            .and_then(Option::as_ref)
     }
 
     /// Code points after matcher `i`'s match that decide whether its value
@@ -959,7 +967,7 @@ impl Evaluator {
         {
             Some(codon) if codon.filters() && !spans.is_empty() => {
                 let (exact, caps) = (&mut caches.exact[i], &mut caches.captures[i]);
-                let affixes = self.affixes[i - self.rules.len()].as_ref();
+                let affixes = self.affixes_of(i);
                 values(codon, affixes, &m.regex, exact, caps, text, ascii, spans)
             }
             _ => spans,
