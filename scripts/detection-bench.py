@@ -11,7 +11,10 @@ in the same places (must not be detected) and look-alikes (UUIDs, hashes,
 order numbers, dates, phone numbers, digit runs).
 
 Every text goes through the pack of its family (`helixor-pack run --jsonl`,
-one process per pack) and through Presidio's AnalyzerEngine (its predefined
+one process per pack, `--runs` times, each run followed by a share of
+Presidio's texts so that both sides run under the same load; a text's
+engine time is the mean of its runs, and every run must give the same
+actions, receipts and spans) and through Presidio's AnalyzerEngine (its predefined
 pattern recognizers, spaCy blank English pipeline, no model download). A
 detection counts when a reported span overlaps the labelled value: for ours
 any trigger span, for Presidio a result of a type mapped to the entity.
@@ -291,9 +294,10 @@ def main():
                 out, wall = run_pack(a.binary, tmp, pack, texts)
                 walls.append(wall)
                 spans = [[s for t in d.get("triggers", []) for s in t.get("spans", [])] for d in out]
+                decided = [(d.get("action"), d.get("receipt_hash"), sp) for d, sp in zip(out, spans)]
                 if first is None:
-                    first = spans
-                elif spans != first:
+                    first, first_decided = spans, decided
+                elif decided != first_decided:
                     sys.exit(f"detection-bench: {pack}: run {run + 1} decided differently from run 1")
                 for i, d in enumerate(out):
                     lat[i] += d.get("latency_us", 0.0) / a.runs

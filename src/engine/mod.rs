@@ -1112,9 +1112,9 @@ fn value_span(
     (s, e): (usize, usize),
     scan: Option<&mut ContextScan>,
 ) -> Option<(usize, usize)> {
-    let (vs, ve) = match (codon.group, caps) {
-        (Some(_), _) if affixes.is_some() => affixes.map_or((s, e), |a| a.group_of(text, s, e)),
-        (Some(g), Some(caps)) => {
+    let (vs, ve) = match (codon.group, affixes, caps) {
+        (Some(_), Some(a), _) => a.group_of(text, s, e),
+        (Some(g), None, Some(caps)) => {
             // The leftmost-first match that starts at `s` and ends by `e`
             // is the one found; look-around still sees the whole text.
             let input = Input::new(text).range(s..e).anchored(Anchored::Yes);
