@@ -13,10 +13,17 @@ use regex_syntax::hir::{Class, ClassUnicode, ClassUnicodeRange, Hir, HirKind};
 /// match's first character is the one before the group exactly when it is
 /// in `before` (no group starts with one), its last the one after exactly
 /// when it is in `after` (no group ends with one).
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Affixes {
     before: ClassUnicode,
     after: ClassUnicode,
+}
+
+impl std::fmt::Debug for Affixes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The classes come from a pattern, which is policy: never printed.
+        f.debug_struct("Affixes").finish_non_exhaustive()
+    }
 }
 
 impl Affixes {
