@@ -54,6 +54,17 @@ For the refund, the payment was made with the card ending in the number 4111 111
 The clinic's letter refers to the patient by MRN 00482913 and asks for the imaging results from the spring visit, which we cannot release without the signed authorisation form from the patient. \
 The promotional voucher 4532-0151-1283 was applied twice to the same order because of a retry in the checkout service; finance will reverse the second use and the customer keeps the first discount. ";
 
+/// `DENSE` with every value replaced by words: prose only, the case in
+/// which a piece moves only deferred words (`quiet.rs` of the session).
+const PROSE: &str = "Following up on your request from this morning, I checked the account history and the billing notes, and the primary contact on file is the billing desk, the address our system uses for renewal notices and invoices from now on. \
+When the migration finished, the escalation desk asked that any urgent question about the cut-over goes to the on-call line at the usual number instead of the shared mailbox, which is read only twice a day by the team. \
+The failing health check in last night's report came from the host at the old gateway, which had been taken out of the pool for maintenance but was still listed in the load balancer's configuration file. \
+I have merged the duplicate reports into ticket the open ticket so that the whole history stays in one place, and linked the earlier conversation with the vendor about the replacement hardware and its delivery. \
+The form the applicant sent back still shows the number nine digits in the free-text field, although the instructions ask people not to write it there; the intake team has been told to correct the template. \
+For the refund, the payment was made with the card ending in the number on the invoice according to the processor's log, and the reversal should appear within five to seven business days. \
+The clinic's letter refers to the patient by her record and asks for the imaging results from the spring visit, which we cannot release without the signed authorisation form from the patient. \
+The promotional voucher for spring was applied twice to the same order because of a retry in the checkout service; finance will reverse the second use and the customer keeps the first discount. ";
+
 /// Row 6 of issue 27: runs of `1.1.1.…` (`run` characters, held whole: an
 /// e-mail's local part could go on) each ended by a space, to `bytes`.
 fn held_runs(run: usize, bytes: usize) -> String {
@@ -62,7 +73,8 @@ fn held_runs(run: usize, bytes: usize) -> String {
     fill(&unit, bytes)
 }
 
-/// The text of `HELIXOR_BENCH_TEXT` (`reply`, `mixed`, `dense` or `held:<run>`) at
+/// The text of `HELIXOR_BENCH_TEXT` (`reply`, `mixed`, `dense`, `prose` or
+/// `held:<run>`) at
 /// `HELIXOR_BENCH_BYTES` (default 1 MiB).
 fn bench_text() -> String {
     let bytes = std::env::var("HELIXOR_BENCH_BYTES")
@@ -72,6 +84,7 @@ fn bench_text() -> String {
     let reply_mixed = std::env::var("HELIXOR_BENCH_REPLY").as_deref() == Ok("mixed");
     match std::env::var("HELIXOR_BENCH_TEXT").as_deref() {
         Ok("dense") => fill(DENSE, bytes),
+        Ok("prose") => fill(PROSE, bytes),
         Ok("mixed") => fill(REPLY_MIXED, bytes),
         _ if reply_mixed => fill(REPLY_MIXED, bytes),
         Ok(held) if held.starts_with("held:") => held_runs(held[5..].parse().unwrap(), bytes),

@@ -42,6 +42,8 @@
 //! - [`core`]: the session's state ([`Core`]); settling each rule
 //!   and committing its matches through the exact search; the cost of a
 //!   push;
+//! - [`quiet`]: the common push of prose (only deferred threads move),
+//!   settled without the general step's bookkeeping;
 //! - [`release`]: the text released, redacted, cut before what a later
 //!   match could still extend (and after a whitespace with
 //!   `lookahead_chars`); released text dropped from the buffer;
@@ -81,6 +83,7 @@ mod hash;
 mod mask;
 mod normalized;
 mod plan;
+mod quiet;
 mod release;
 mod spans;
 mod threads;

@@ -222,7 +222,7 @@ impl Core {
 
     /// Whether threads may be deferred (always, outside tests).
     #[inline]
-    fn defers(&self) -> bool {
+    pub(super) fn defers(&self) -> bool {
         #[cfg(test)]
         return self.defer;
         #[cfg(not(test))]
@@ -448,23 +448,43 @@ impl Core {
     /// outside this case.
     #[inline]
     fn reopen_word(&mut self, i: usize, last: usize, to: usize, cache: Option<&LazyCache>) -> bool {
-        let defer = self.defers();
-        let rule = &self.plan.rules[i];
-        let st = &mut self.rules[i];
-        let bytes = self.buf.as_bytes();
-        if !(rule.defers && defer)
-            || rule.dfa.is_none()
-            || cache.is_none_or(|c| c.clear_count() != st.clears)
-            || !st.threads.is_empty()
-            || st.deferred.is_some_and(|(_, required)| required)
-            || !bytes[last + 1..to]
-                .iter()
-                .all(|&b| rule.keep[usize::from(b)])
-        {
+        if !self.can_reopen(i, last, to, cache) {
             return false;
         }
+        self.reopen(i, last, to);
+        true
+    }
+
+    /// Whether [`Self::reopen_word`]'s case holds for rule `i`.
+    #[inline]
+    pub(super) fn can_reopen(
+        &self,
+        i: usize,
+        last: usize,
+        to: usize,
+        cache: Option<&LazyCache>,
+    ) -> bool {
+        let rule = &self.plan.rules[i];
+        let st = &self.rules[i];
+        rule.defers
+            && self.defers()
+            && rule.dfa.is_some()
+            && cache.is_some_and(|c| c.clear_count() == st.clears)
+            && st.threads.is_empty()
+            && !st.deferred.is_some_and(|(_, required)| required)
+            && self.buf.as_bytes()[last + 1..to]
+                .iter()
+                .all(|&b| rule.keep[usize::from(b)])
+    }
+
+    /// [`Self::reopen_word`]'s change, once [`Self::can_reopen`] said yes:
+    /// the thread deferred at the first start after `last`, if any.
+    #[inline]
+    pub(super) fn reopen(&mut self, i: usize, last: usize, to: usize) {
+        let rule = &self.plan.rules[i];
+        let bytes = self.buf.as_bytes();
         let looks = LookMatcher::new();
-        st.deferred = (last + 1..to)
+        self.rules[i].deferred = (last + 1..to)
             .find(|&j| {
                 rule.can_start(bytes[j])
                     && rule
@@ -472,7 +492,6 @@ impl Core {
                         .is_none_or(|l| lead_holds(&looks, l, rule.lead_ascii.as_ref(), bytes, j))
             })
             .map(|j| (j, false));
-        true
     }
 }
 

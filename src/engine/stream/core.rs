@@ -190,6 +190,13 @@ pub(super) struct Core {
     /// Tests turn deferral off to check that it changes no release.
     #[cfg(test)]
     pub(super) defer: bool,
+    /// Tests turn the quiet case (`quiet.rs`) off to check that it changes
+    /// no release.
+    #[cfg(test)]
+    pub(super) quiet: bool,
+    /// Pushes the quiet case settled (tests check that it is taken).
+    #[cfg(test)]
+    pub(super) quiet_steps: usize,
     /// Whole mode (see `whole.rs`): the evaluator's program is not the
     /// example pack's, which the liveness tables are built for, so the text
     /// is held and judged once at the end.
@@ -285,6 +292,10 @@ impl Core {
             ws: WhitespaceScan::default(),
             #[cfg(test)]
             defer: true,
+            #[cfg(test)]
+            quiet: true,
+            #[cfg(test)]
+            quiet_steps: 0,
             whole,
             held_out: false,
             judged: None,
@@ -420,6 +431,11 @@ impl Core {
     ) -> bool {
         let from = self.scanned;
         self.scanned = n;
+        if !eoi {
+            if let Some(q) = self.settle_quiet(from, n, live) {
+                return self.release_held(q, n, false, out);
+            }
+        }
         let count = self.rules.len();
         let mut fatal = false;
         let was_busy = self.busy;
@@ -527,6 +543,13 @@ impl Core {
             self.block_on_fired(ev);
             return false;
         }
+        self.release_held(q, n, eoi, out)
+    }
+
+    /// Releases the text before `q` ([`Self::release`]) and blocks when
+    /// what is still held is past the limit.
+    #[inline]
+    fn release_held(&mut self, q: usize, n: usize, eoi: bool, out: &mut String) -> bool {
         let redacted = self.release(q, n, eoi, out);
         if !eoi && self.blocked.is_none() && self.held_chars() > self.opts.max_holdback_chars {
             // The caller drops what this step wrote.

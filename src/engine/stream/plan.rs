@@ -69,7 +69,7 @@ pub(in crate::engine) struct LivePlan {
     /// letters.
     ///
     /// [`class_of`]: super::threads::class_of
-    pub(super) first_mask: [[RuleMask; 256]; 3],
+    pub(super) first_mask: [[RuleMask; 256]; 4],
     /// For each byte, the rules for which it is inner (see [`LiveRule`]).
     pub(super) inner_mask: [RuleMask; 256],
     /// For each byte, the rules that require it (or require nothing).
@@ -126,7 +126,7 @@ impl LivePlan {
             slot: Vec::new(),
             slots: Vec::new(),
             placeholders: Vec::new(),
-            first_mask: [[RuleMask::EMPTY; 256]; 3],
+            first_mask: [[RuleMask::EMPTY; 256]; 4],
             inner_mask: [RuleMask::EMPTY; 256],
             required_mask: [RuleMask::EMPTY; 256],
         }
@@ -165,13 +165,15 @@ impl LivePlan {
                 },
             }))
             .collect();
-        let mut first_mask = [[RuleMask::EMPTY; 256]; 3];
+        // A fourth class, never given (see `class_of`), keeps the lookup
+        // free of a bounds check.
+        let mut first_mask = [[RuleMask::EMPTY; 256]; 4];
         let mut inner_mask = [RuleMask::EMPTY; 256];
         let mut required_mask = [RuleMask::EMPTY; 256];
         for (i, r) in rules.iter().enumerate() {
             for b in 0..=255u8 {
                 let k = usize::from(b);
-                for (class, mask) in first_mask.iter_mut().enumerate() {
+                for (class, mask) in first_mask.iter_mut().enumerate().take(3) {
                     if r.can_start_after(class, b) {
                         mask[k].insert(i);
                     }

@@ -498,6 +498,21 @@ fn a_deferred_word_is_held_exactly_and_redacted_when_it_becomes_a_value() {
     assert_eq!(s.finish().text, "jane");
 }
 
+/// `text` cut into pieces of `sizes` code points, in turn (the last
+/// shorter).
+fn cut(text: &str, sizes: &[usize]) -> Vec<String> {
+    let chars: Vec<char> = text.chars().collect();
+    let mut pieces = Vec::new();
+    let (mut at, mut k) = (0, 0);
+    while at < chars.len() {
+        let n = sizes[k % sizes.len()].min(chars.len() - at);
+        pieces.push(chars[at..at + n].iter().collect::<String>());
+        at += n;
+        k += 1;
+    }
+    pieces
+}
+
 mod deferral {
     use super::*;
     use proptest::prelude::*;
@@ -550,15 +565,7 @@ mod deferral {
             sizes in proptest::collection::vec(1usize..7, 1..40),
         ) {
             let text = tokens.concat();
-            let chars: Vec<char> = text.chars().collect();
-            let mut pieces = Vec::new();
-            let (mut at, mut k) = (0, 0);
-            while at < chars.len() {
-                let n = sizes[k % sizes.len()].min(chars.len() - at);
-                pieces.push(chars[at..at + n].iter().collect::<String>());
-                at += n;
-                k += 1;
-            }
+            let pieces = cut(&text, &sizes);
             for e in evaluators() {
                 let on = releases(e, &pieces, true);
                 let off = releases(e, &pieces, false);
@@ -567,6 +574,102 @@ mod deferral {
                 prop_assert_eq!(whole, e.redacted_text(&text));
             }
         }
+    }
+}
+
+mod quiet {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// The example pack, the fuzzing probe rules, and a version-2 pack
+    /// whose values wait for a `context.after` window (`busy` without a
+    /// thread: the quiet case must step aside).
+    fn evaluators() -> &'static [Evaluator] {
+        static E: std::sync::OnceLock<Vec<Evaluator>> = std::sync::OnceLock::new();
+        E.get_or_init(|| {
+            let after = "schema_version: 2\npack_id: t.after.v1\nversion: 1.0.0\ncodons:\n  - {code: ACCT, codon_type: extract_pattern, params: {pattern: '\\b[0-9]{8}\\b'}, context: {words: [acct], before: 0, after: 8}, binds_to: has_acct, remedy_template: '[ACCT]'}\n  - {code: TAG, codon_type: extract_pattern, params: {pattern: '\\bref-[a-z]+'}, binds_to: has_tag, remedy_template: '[TAG]'}\nhard_rules:\n  - {id: R, condition: state.has_acct, action: redact_acct, severity: warning}\n  - {id: T, condition: state.has_tag, action: redact_tag, severity: warning}\n";
+            vec![
+                builtin_only(),
+                crate::engine::tests::evaluator(crate::fuzzing::PROBE_RULES),
+                crate::compile_in_memory(
+                    after.as_bytes(),
+                    "t.yaml",
+                    crate::Entitlement::PolicyTest,
+                )
+                .unwrap()
+                .evaluator()
+                .unwrap(),
+            ]
+        })
+    }
+
+    fn token() -> impl Strategy<Value = String> {
+        prop_oneof![
+            Just("jane.doe@example.com".to_string()),
+            Just("a@b".to_string()),
+            Just("MRN 00482913".to_string()),
+            Just("Medical Record Essentials".to_string()),
+            Just("123-45-6789".to_string()),
+            Just("4111 1111 1111 1111".to_string()),
+            Just("(415) 555-0142".to_string()),
+            Just("10.42.7.19".to_string()),
+            Just("12345678 acct".to_string()),
+            Just("ref-abc".to_string()),
+            Just("référence".to_string()),
+            "[a-zA-Z]{1,14}",
+            "[a-z.@_+-]{1,8}",
+            "[ ,;.\n]{1,2}",
+        ]
+    }
+
+    /// Every release, the blocked action and the decision (but its time).
+    fn run(e: &Evaluator, pieces: &[String], quiet: bool, opts: StreamOptions) -> String {
+        let mut s = e.stream(opts);
+        s.core.quiet = quiet;
+        let mut out: Vec<Released> = pieces.iter().map(|p| s.push(p)).collect();
+        out.push(s.finish());
+        let d = s
+            .decision()
+            .map(|d| (d.action, d.receipt_hash, format!("{:?}", d.triggers)));
+        format!("{out:?} {:?} {d:?}", s.blocked().map(|b| b.action.clone()))
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(300))]
+
+        /// The quiet case changes nothing a session does, piece by piece,
+        /// blocking on FATAL values or redacting them.
+        #[test]
+        fn the_quiet_case_releases_exactly_what_the_general_step_releases(
+            tokens in proptest::collection::vec(token(), 0..16),
+            sizes in proptest::collection::vec(1usize..20, 1..40),
+            block in any::<bool>(),
+        ) {
+            let text = tokens.concat();
+            let pieces = cut(&text, &sizes);
+            let opts = if block { StreamOptions::default() } else { redacting() };
+            for e in evaluators() {
+                prop_assert_eq!(run(e, &pieces, true, opts), run(e, &pieces, false, opts), "{:?}", pieces);
+            }
+        }
+    }
+
+    /// The case is taken: every push of this prose settles there, and
+    /// one with digits in it does not.
+    #[test]
+    fn prose_takes_the_quiet_case() {
+        let e = builtin_only();
+        let mut s = e.stream(StreamOptions::default());
+        let text = "the primary contact on file is the address our system uses for notices ";
+        for piece in text.as_bytes().chunks(16) {
+            s.push(std::str::from_utf8(piece).unwrap_or_default());
+        }
+        assert_eq!(s.core.quiet_steps, text.len().div_ceil(16));
+        // Digits a phone number needs: the general step looks.
+        assert_eq!(s.push("call 555-0142 or").text, "call 555-0142 ");
+        assert_eq!(s.core.quiet_steps, text.len().div_ceil(16));
+        assert_eq!(s.finish().text, "or");
+        assert_eq!(s.decision().map(|d| d.action), Some(PERMIT_ACTION));
     }
 }
 

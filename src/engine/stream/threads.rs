@@ -140,7 +140,9 @@ fn lead_unicode(looks: &LookMatcher, look: Look, bytes: &[u8], j: usize) -> bool
 /// [`LivePlan::first_mask`]: super::plan::LivePlan::first_mask
 #[inline]
 pub(super) fn class_of(b: u8) -> usize {
-    usize::from(CLASSES[usize::from(b)])
+    // Masked so that the compiler knows it indexes the four rows of
+    // `first_mask` (the values are 0 to 2 already).
+    usize::from(CLASSES[usize::from(b)] & 3)
 }
 
 const CLASSES: [u8; 256] = {
