@@ -662,9 +662,12 @@ impl Core {
         loop {
             let limit = if eoi { n } else { self.earliest_live(i, n) };
             let st = &self.rules[i];
+            // Every start a match may have is in `dirty`: past its highest
+            // (after a match that ends beyond it, the usual case), no
+            // search can find another.
             let from = match (self.plan.rules[i].dfa.is_some(), st.dirty) {
                 (false, _) => Some(st.p),
-                (true, Some((lo, _))) => Some(st.p.max(lo)),
+                (true, Some((lo, hi))) => Some(st.p.max(lo)).filter(|&f| f <= hi),
                 (true, None) => None,
             };
             let Some(from) = from.filter(|&f| candidate && f < limit) else {
