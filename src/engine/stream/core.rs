@@ -662,12 +662,12 @@ impl Core {
         loop {
             let limit = if eoi { n } else { self.earliest_live(i, n) };
             let st = &self.rules[i];
-            // Every start a match may have is in `dirty`: past its highest
-            // (after a match that ends beyond it, the usual case), no
-            // search can find another.
+            // `dirty`'s highest start bounds nothing: two threads in one
+            // state keep only the earlier start, so a match may begin past
+            // it, found only by searching on after the match before it.
             let from = match (self.plan.rules[i].dfa.is_some(), st.dirty) {
                 (false, _) => Some(st.p),
-                (true, Some((lo, hi))) => Some(st.p.max(lo)).filter(|&f| f <= hi),
+                (true, Some((lo, _))) => Some(st.p.max(lo)),
                 (true, None) => None,
             };
             let Some(from) = from.filter(|&f| candidate && f < limit) else {
