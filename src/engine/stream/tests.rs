@@ -661,10 +661,23 @@ mod quiet {
         let e = builtin_only();
         let mut s = e.stream(StreamOptions::default());
         let text = "the primary contact on file is the address our system uses for notices ";
-        for piece in text.as_bytes().chunks(16) {
-            s.push(std::str::from_utf8(piece).unwrap_or_default());
-        }
+        let released: Vec<String> = text
+            .as_bytes()
+            .chunks(16)
+            .map(|piece| s.push(std::str::from_utf8(piece).unwrap_or_default()).text)
+            .collect();
         assert_eq!(s.core.quiet_steps, text.len().div_ceil(16));
+        // Each push releases up to the start of its last word.
+        assert_eq!(
+            released,
+            [
+                "the primary ",
+                "contact on file is ",
+                "the address our ",
+                "system uses for ",
+                "notices "
+            ]
+        );
         // Digits a phone number needs: the general step looks.
         assert_eq!(s.push("call 555-0142 or").text, "call 555-0142 ");
         assert_eq!(s.core.quiet_steps, text.len().div_ceil(16));
