@@ -8,7 +8,7 @@
 //! and keeps nothing of it.
 
 use super::NEST_LIMIT;
-use regex_automata::hybrid::dfa::{Cache, Config, OverlappingState, DFA};
+use regex_automata::hybrid::dfa::{Cache, Config, DFA};
 use regex_automata::nfa::thompson;
 use regex_automata::util::syntax;
 use regex_automata::{Input, MatchKind};
@@ -395,44 +395,97 @@ fn pass_within(
 }
 
 /// One pass written into `out`, and how many ends it read.
+///
+/// The automaton is stepped byte by byte here rather than through the
+/// library's overlapping search, which returns once per (pattern, end) and
+/// pays its set-up at every return: on text dense with values (a value of
+/// one of forty codons every ~25 bytes, two hundred ends a KiB) those
+/// returns were most of the pass. A match state's patterns are read at
+/// once; the ends and their order are the overlapping search's (each end
+/// in turn, its patterns in the state's order).
 fn pass_into(
     dfa: &DFA,
     cache: &mut Cache,
     text: &str,
     lens: &[Option<usize>],
     budget: usize,
-    out: EndsMut<'_>,
+    mut out: EndsMut<'_>,
 ) -> (Outcome, usize) {
-    let input = Input::new(text);
-    let mut state = OverlappingState::start();
-    let patterns = lens.len();
+    let bytes = text.as_bytes();
     let mut count = 0;
-    loop {
-        if dfa
-            .try_search_overlapping_fwd(cache, &input, &mut state)
-            .is_err()
-        {
-            return (Outcome::GaveUp, count);
-        }
-        let Some(m) = state.get_match() else {
-            return (Outcome::Known, count);
+    let Ok(mut sid) = dfa.start_state_forward(cache, &Input::new(text)) else {
+        return (Outcome::GaveUp, count);
+    };
+    cache.search_start(0);
+    let mut at = 0;
+    while at < bytes.len() {
+        sid = match dfa.next_state(cache, sid, bytes[at]) {
+            Ok(next) => next,
+            Err(_) => return (Outcome::GaveUp, count),
         };
-        count += 1;
-        let i = m.pattern().as_usize();
-        if count > budget || i >= patterns {
-            return (Outcome::Dense, count);
-        }
-        out.seen[i] = true;
-        if let Some(len) = lens[i] {
-            let e = m.offset();
-            let s = e.saturating_sub(len);
-            let list = &mut out.stretches[i];
-            match list.last_mut() {
-                Some(last) if s <= last.1 => last.1 = e,
-                _ => list.push((s, e)),
+        if sid.is_tagged() {
+            if sid.is_match() {
+                // A match state is entered one byte after the match ends.
+                if !out.record(dfa, cache, sid, at, lens, budget, &mut count) {
+                    cache.search_finish(at);
+                    return (Outcome::Dense, count);
+                }
+            } else if sid.is_dead() {
+                cache.search_finish(at);
+                return (Outcome::Known, count);
+            } else if sid.is_quit() {
+                return (Outcome::GaveUp, count);
             }
-            out.ends[i].push(e);
+            // A start state (tagged only with a prefilter, which this
+            // automaton has not) needs nothing.
         }
+        at += 1;
+        cache.search_update(at);
+    }
+    sid = match dfa.next_eoi_state(cache, sid) {
+        Ok(next) => next,
+        Err(_) => return (Outcome::GaveUp, count),
+    };
+    cache.search_finish(bytes.len());
+    if sid.is_match() && !out.record(dfa, cache, sid, bytes.len(), lens, budget, &mut count) {
+        return (Outcome::Dense, count);
+    }
+    (Outcome::Known, count)
+}
+
+impl EndsMut<'_> {
+    /// Records every pattern of match state `sid` as ending at `e`;
+    /// `false` once `count` passes `budget` (or on a pattern the pass
+    /// does not know, which cannot happen).
+    #[allow(clippy::too_many_arguments)]
+    fn record(
+        &mut self,
+        dfa: &DFA,
+        cache: &Cache,
+        sid: regex_automata::hybrid::LazyStateID,
+        e: usize,
+        lens: &[Option<usize>],
+        budget: usize,
+        count: &mut usize,
+    ) -> bool {
+        for k in 0..dfa.match_len(cache, sid) {
+            *count += 1;
+            let i = dfa.match_pattern(cache, sid, k).as_usize();
+            if *count > budget || i >= lens.len() {
+                return false;
+            }
+            self.seen[i] = true;
+            if let Some(len) = lens[i] {
+                let s = e.saturating_sub(len);
+                let list = &mut self.stretches[i];
+                match list.last_mut() {
+                    Some(last) if s <= last.1 => last.1 = e,
+                    _ => list.push((s, e)),
+                }
+                self.ends[i].push(e);
+            }
+        }
+        true
     }
 }
 
@@ -474,6 +527,49 @@ pub(crate) mod tests {
         ));
         assert_eq!(ends.seen, vec![true, true, false]);
         assert_eq!(ends.stretches[0], vec![]);
+    }
+
+    /// Every (pattern, end) the library's overlapping search reports, in
+    /// its order: what the pass, stepping the automaton itself, must read.
+    fn overlapping_ends(d: &DFA, text: &str) -> Vec<(usize, usize)> {
+        use regex_automata::hybrid::dfa::OverlappingState;
+        let mut cache = d.create_cache();
+        let mut state = OverlappingState::start();
+        let mut out = Vec::new();
+        let input = Input::new(text);
+        loop {
+            d.try_search_overlapping_fwd(&mut cache, &input, &mut state)
+                .unwrap();
+            match state.get_match() {
+                Some(m) => out.push((m.pattern().as_usize(), m.offset())),
+                None => return out,
+            }
+        }
+    }
+
+    proptest::proptest! {
+        /// The pass sees, per pattern, exactly the ends the library's
+        /// overlapping search reports (look-around at both edges, several
+        /// patterns ending at one byte, matches at the end of the text).
+        #[test]
+        fn the_pass_reads_the_ends_the_overlapping_search_reports(
+            text in "[ab1 \\-]{0,40}",
+        ) {
+            let srcs = [r"(?-u:\b)a+(?-u:\b)", "[0-9]", "a[ab]?", r"(?:^|[^0-9])1(?:$|[^0-9])", "b$", r"^\s*a"];
+            let d = dfa(&srcs);
+            let mut cache = d.create_cache();
+            let lens = vec![Some(64); srcs.len()];
+            let ends = known(pass(&d, &mut cache, &text, &lens, 1 << 20));
+            let mut want = vec![Vec::new(); srcs.len()];
+            let all = overlapping_ends(&d, &text);
+            for &(i, e) in &all {
+                want[i].push(e);
+            }
+            proptest::prop_assert_eq!(&ends.ends, &want);
+            proptest::prop_assert_eq!(ends.count, all.len());
+            let seen: Vec<bool> = want.iter().map(|w| !w.is_empty()).collect();
+            proptest::prop_assert_eq!(ends.seen, seen);
+        }
     }
 
     #[test]

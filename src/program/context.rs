@@ -119,8 +119,7 @@ impl ContextScan {
             ctx.windows(text, s, e)
         };
         self.scanned = self.scanned.saturating_add(hi - lo);
-        let ix = ctx.index(text, lo, hi);
-        ix.any_within(lo, s) || ix.any_within(e, hi)
+        ctx.near_in_windows(text, (lo, hi), s, e)
     }
 }
 
@@ -224,9 +223,40 @@ impl Context {
     /// no word character of `text` where it must not.
     pub fn index(&self, text: &str, a: usize, b: usize) -> ContextIndex {
         let mut found: Vec<(usize, usize)> = Vec::new();
-        let Some(range) = text.get(a..b) else {
+        let ascii = self.each_occurrence(text, a, b, |s, e| {
+            found.push((s, e));
+            false
+        });
+        let Some(ascii) = ascii else {
             return ContextIndex::default();
         };
+        found.sort_unstable();
+        let starts: Vec<usize> = found.iter().map(|&(s, _)| s).collect();
+        let mut min_end = vec![usize::MAX; found.len()];
+        let mut least = usize::MAX;
+        for (i, &(_, e)) in found.iter().enumerate().rev() {
+            least = least.min(e);
+            min_end[i] = least;
+        }
+        ContextIndex {
+            starts,
+            min_end,
+            ascii,
+        }
+    }
+
+    /// Calls `f` with every occurrence of a word wholly within
+    /// `text[a..b]` that touches no word character of `text` where it must
+    /// not, in the automaton's order, until `f` says `true`. `None` when
+    /// `a..b` is not a range of `text`; else whether the range is ASCII.
+    fn each_occurrence(
+        &self,
+        text: &str,
+        a: usize,
+        b: usize,
+        mut f: impl FnMut(usize, usize) -> bool,
+    ) -> Option<bool> {
+        let range = text.get(a..b)?;
         // ASCII text needs no folding: the automaton ignores ASCII case, and
         // every folded word with a non-ASCII code point cannot match it.
         let ascii = range.is_ascii();
@@ -254,23 +284,25 @@ impl Context {
             };
             let before_ok = !first || !text[..s].chars().next_back().is_some_and(is_word_char);
             let after_ok = !last || !text[e..].chars().next().is_some_and(is_word_char);
-            if before_ok && after_ok {
-                found.push((s, e));
+            if before_ok && after_ok && f(s, e) {
+                break;
             }
         }
-        found.sort_unstable();
-        let starts: Vec<usize> = found.iter().map(|&(s, _)| s).collect();
-        let mut min_end = vec![usize::MAX; found.len()];
-        let mut least = usize::MAX;
-        for (i, &(_, e)) in found.iter().enumerate().rev() {
-            least = least.min(e);
-            min_end[i] = least;
-        }
-        ContextIndex {
-            starts,
-            min_end,
-            ascii,
-        }
+        Some(ascii)
+    }
+
+    /// Whether an occurrence lies wholly within `text[lo..s]` or
+    /// `text[e..hi]`, the windows of the value `text[s..e]`: one scan of
+    /// `lo..hi` that stops at the first, and builds no index (a value's
+    /// windows are a few dozen bytes; sorting and listing their
+    /// occurrences cost more than finding one).
+    fn near_in_windows(&self, text: &str, (lo, hi): (usize, usize), s: usize, e: usize) -> bool {
+        let mut near = false;
+        self.each_occurrence(text, lo, hi, |os, oe| {
+            near = (lo <= os && oe <= s) || (e <= os && oe <= hi);
+            near
+        });
+        near
     }
 
     /// Whether a word lies near `text[s..e]`, with `index` the index of the
@@ -287,11 +319,7 @@ impl Context {
                 };
                 ix.any_within(lo, s) || ix.any_within(e, hi)
             }
-            None => {
-                let (lo, hi) = self.windows(text, s, e);
-                let ix = self.index(text, lo, hi);
-                ix.any_within(lo, s) || ix.any_within(e, hi)
-            }
+            None => self.near_in_windows(text, self.windows(text, s, e), s, e),
         }
     }
 }
