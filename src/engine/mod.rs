@@ -892,7 +892,7 @@ impl Evaluator {
                 let affixes = self.affixes_of(i);
                 let mut caps = codon
                     .group
-                    .filter(|_| affixes.is_none())
+                    .filter(|_| !affixes.is_some_and(pattern::affixes::Affixes::always))
                     .map(|_| m.regex.create_captures());
                 value_span(
                     codon,
@@ -1071,7 +1071,7 @@ fn values(
 ) -> Vec<(usize, usize)> {
     let mut caps = codon
         .group
-        .filter(|_| affixes.is_none())
+        .filter(|_| !affixes.is_some_and(pattern::affixes::Affixes::always))
         .map(|_| caps.get_or_insert_with(|| re.create_captures()));
     // The context words of the text, looked for once for all its values.
     let mut scan = ContextScan::of(ascii);
@@ -1112,8 +1112,9 @@ fn value_span(
     (s, e): (usize, usize),
     scan: Option<&mut ContextScan>,
 ) -> Option<(usize, usize)> {
-    let (vs, ve) = match (codon.group, affixes, caps) {
-        (Some(_), Some(a), _) => a.group_of(text, s, e),
+    let read = affixes.and_then(|a| a.group_of(text, s, e));
+    let (vs, ve) = match (codon.group, read, caps) {
+        (Some(_), Some(span), _) => span,
         (Some(g), None, Some(caps)) => {
             // The leftmost-first match that starts at `s` and ends by `e`
             // is the one found; look-around still sees the whole text.

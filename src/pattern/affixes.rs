@@ -1,22 +1,45 @@
-//! A codon's group read off its match without a capture search, for the
-//! patterns shaped `(?:^|[^0-9])([0-9]{9})(?:$|[^0-9])` that the curated
-//! packs use to keep a value from being cut out of a longer run
-//! ([§16.1](docs/codons.md#s16-1)): at most one character before the
-//! group and one after it, from sets that no first (or last) character
-//! of the group can be. Syntax analysis only: it never sees a text's
-//! matches but the one it is handed, and never prints a pattern.
+//! A codon's group read off its match without a capture search
+//! ([§16.1](docs/codons.md#s16-1)), for two shapes of pattern:
+//!
+//! - `(?:^|[^0-9])([0-9]{9})(?:$|[^0-9])`, which the curated packs use to
+//!   keep a value from being cut out of a longer run: at most one character
+//!   before the group and one after it, from sets that no first (or last)
+//!   character of the group can be; the group is the match less those
+//!   characters.
+//! - `\b(?:password|secret)\s*[:=]\s*([^\s"]{8,64})`: the group ends the
+//!   pattern. Two anchored searches of the match (the part before the
+//!   group, then the group from where that part ends) find the split a
+//!   capture search finds, or say they cannot and the caller runs it.
+//!
+//! Syntax analysis and searches of the one match it is handed only; never
+//! prints a pattern.
 
 use super::NEST_LIMIT;
+use regex_automata::meta::Regex;
+use regex_automata::{Anchored, Input};
 use regex_syntax::hir::{Class, ClassUnicode, ClassUnicodeRange, Hir, HirKind};
 
-/// The characters that may sit before and after the group in a match: a
-/// match's first character is the one before the group exactly when it is
-/// in `before` (no group starts with one), its last the one after exactly
-/// when it is in `after` (no group ends with one).
+/// How a codon's group is read off its match.
 #[derive(Clone)]
-pub struct Affixes {
-    before: ClassUnicode,
-    after: ClassUnicode,
+pub enum Affixes {
+    /// The characters that may sit before and after the group in a match:
+    /// a match's first character is the one before the group exactly when
+    /// it is in `before` (no group starts with one), its last the one
+    /// after exactly when it is in `after` (no group ends with one).
+    Classes {
+        /// See above.
+        before: ClassUnicode,
+        /// See above.
+        after: ClassUnicode,
+    },
+    /// The group ends the pattern: `head` is the pattern before it, `tail`
+    /// the group's own pattern ([`Affixes::tail_of`]).
+    Tail {
+        /// The part of the pattern before the group.
+        head: Regex,
+        /// The group's pattern.
+        tail: Regex,
+    },
 }
 
 impl std::fmt::Debug for Affixes {
@@ -39,9 +62,14 @@ impl Affixes {
             .build()
             .parse(src)
             .ok()?;
+        Self::classes_of(&hir, group).or_else(|| Self::tail_of(&hir, group))
+    }
+
+    /// [`Affixes::Classes`], when the pattern has that shape.
+    fn classes_of(hir: &Hir, group: usize) -> Option<Self> {
         let parts: &[Hir] = match hir.kind() {
             HirKind::Concat(parts) => parts,
-            _ => std::slice::from_ref(&hir),
+            _ => std::slice::from_ref(hir),
         };
         let at = parts
             .iter()
@@ -65,28 +93,85 @@ impl Affixes {
         if first.iter().next().is_some() || last.iter().next().is_some() {
             return None;
         }
-        Some(Self { before, after })
+        Some(Self::Classes { before, after })
     }
 
-    /// The group's span in the match `text[s..e]`.
-    pub fn group_of(&self, text: &str, s: usize, e: usize) -> (usize, usize) {
-        let Some(m) = text.get(s..e) else {
-            return (s, e);
+    /// [`Affixes::Tail`], when the pattern is a concatenation whose last
+    /// part is group `group` and which has a part before it.
+    ///
+    /// Why the two searches find the capture search's split of a
+    /// leftmost-first match `s..e`: that search takes the first way
+    /// through the pattern, in order of preference, that matches; the ways
+    /// through the head come first. A way through the head that ends past
+    /// `e`, or before which the group cannot match, is not the one taken
+    /// (a way through it would be a preferred match). So the taken way is
+    /// the head's preferred match from `s` within `s..e`, if the group
+    /// matches from its end; and the group's preferred match from there
+    /// within `..e` then ends at `e`. When either search finds nothing (or
+    /// the group's match ends elsewhere), [`Affixes::group_of`] says so
+    /// and the caller runs the capture search.
+    pub fn tail_of(hir: &Hir, group: usize) -> Option<Self> {
+        let HirKind::Concat(parts) = hir.kind() else {
+            return None;
         };
-        let mut vs = s;
-        if let Some(c) = m.chars().next().filter(|&c| holds(&self.before, c)) {
-            vs += c.len_utf8();
+        let (last, head) = parts.split_last()?;
+        let HirKind::Capture(cap) = last.kind() else {
+            return None;
+        };
+        if cap.index as usize != group || head.is_empty() {
+            return None;
         }
-        let mut ve = e;
-        if let Some(c) = text
-            .get(vs..e)
-            .and_then(|g| g.chars().next_back())
-            .filter(|&c| holds(&self.after, c))
-        {
-            ve -= c.len_utf8();
-        }
-        (vs, ve)
+        let head = Hir::concat(head.to_vec());
+        Some(Self::Tail {
+            head: super::build(&head.to_string()).ok()?,
+            tail: super::build(&cap.sub.to_string()).ok()?,
+        })
     }
+
+    /// Whether [`Affixes::group_of`] always answers.
+    pub fn always(&self) -> bool {
+        matches!(self, Self::Classes { .. })
+    }
+
+    /// The group's span in the match `text[s..e]`; `None` when it must be
+    /// found by a capture search (only for [`Affixes::Tail`]).
+    pub fn group_of(&self, text: &str, s: usize, e: usize) -> Option<(usize, usize)> {
+        match self {
+            Self::Classes { before, after } => Some(classes_group(before, after, text, s, e)),
+            Self::Tail { head, tail } => {
+                let anchored = |from, to| Input::new(text).range(from..to).anchored(Anchored::Yes);
+                let h = head.search(&anchored(s, e))?;
+                let g = tail.search(&anchored(h.end(), e))?;
+                (h.start() == s && g.end() == e).then_some((g.start(), e))
+            }
+        }
+    }
+}
+
+/// [`Affixes::Classes`]'s group in the match `text[s..e]`.
+fn classes_group(
+    before: &ClassUnicode,
+    after: &ClassUnicode,
+    text: &str,
+    s: usize,
+    e: usize,
+) -> (usize, usize) {
+    let Some(m) = text.get(s..e) else {
+        return (s, e);
+    };
+    let mut vs = s;
+    if let Some(c) = m.chars().next().filter(|&c| holds(before, c)) {
+        vs += c.len_utf8();
+    }
+    let mut ve = e;
+    if let Some(c) = text
+        .get(vs..e)
+        .and_then(|g| g.chars().next_back())
+        .filter(|&c| holds(after, c))
+    {
+        ve -= c.len_utf8();
+    }
+    (vs, ve)
 }
 
 /// Whether `class` holds `c`.
@@ -208,12 +293,55 @@ mod tests {
             (r"(?:^|ab)([0-9]{9})", 1),
             (r"(?:^|[^0-9])(\b[0-9]{9})", 1),
         ] {
-            assert!(Affixes::of(src, g).is_none(), "{src}");
+            assert!(!Affixes::of(src, g).is_some_and(|a| a.always()), "{src}");
         }
         let a = Affixes::of(SHAPED[0], 1).unwrap();
-        assert_eq!(a.group_of("x123456789y", 0, 11), (1, 10));
-        assert_eq!(a.group_of("123456789", 0, 9), (0, 9));
-        assert_eq!(a.group_of("é123456789", 0, 11), (2, 11));
+        assert_eq!(a.group_of("x123456789y", 0, 11), Some((1, 10)));
+        assert_eq!(a.group_of("123456789", 0, 9), Some((0, 9)));
+        assert_eq!(a.group_of("é123456789", 0, 11), Some((2, 11)));
+    }
+
+    /// Patterns whose group ends them, among them some where the head's
+    /// preferred match leaves the group nothing (`x*(x{2,3})`) or is not
+    /// the one the match takes (`(a|ab)(bc|c)` on `abc`).
+    const TAILS: [&str; 6] = [
+        r#"(?i)\b(?:password|passwd|secret)\s*[:=]\s*"?([^\s"]{2,8})"#,
+        r"x*(x{2,3})",
+        r"(a|ab)(bc|c)",
+        r"[a-z]+=([a-z0-9]+)",
+        r"(?:é|e)\s?([0-9]+|x)",
+        r"(?:\b[a-z]+\b)\s+([a-z]+)",
+    ];
+
+    #[test]
+    fn a_group_that_ends_the_pattern_is_read_off_two_searches() {
+        for src in TAILS {
+            let g = Regex::new(src).unwrap().captures_len() - 1;
+            let a = Affixes::of(src, g).unwrap();
+            assert!(!a.always(), "{src}");
+        }
+        // The group not last, or a part after it that is no affix.
+        assert!(Affixes::of(r"a([0-9]+)bc", 1).is_none());
+        assert!(Affixes::of(r"([0-9]+)x*", 1).is_none());
+        let a = Affixes::of(TAILS[0], 1).unwrap();
+        let text = "my Password: \"hunter22\" ok";
+        let m = Regex::new(TAILS[0]).unwrap().find(text).unwrap();
+        assert_eq!(a.group_of(text, m.start(), m.end()), Some((14, 22)));
+        // The head's preferred match takes every `x`: the caller must search.
+        let a = Affixes::of(TAILS[1], 1).unwrap();
+        assert_eq!(a.group_of("xxxx", 0, 4), None);
+    }
+
+    /// Tail matches compared, and those read off the two searches.
+    static TAIL_MATCHED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    static TAIL_READ: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+    #[test]
+    fn the_tail_property_test_compares_and_reads_matches() {
+        the_tail_group_is_the_captured_one();
+        let n = TAIL_MATCHED.load(std::sync::atomic::Ordering::Relaxed);
+        let read = TAIL_READ.load(std::sync::atomic::Ordering::Relaxed);
+        assert!(n > 50 && read > n / 2, "{read} of {n}");
     }
 
     /// Matches the property test compared (it must compare some).
@@ -244,9 +372,36 @@ mod tests {
                 let input = Input::new(&text).range(m.start()..m.end()).anchored(Anchored::Yes);
                 re.search_captures(&input, &mut caps);
                 let want = caps.get_group(1).map(|g| (g.start, g.end));
-                prop_assert_eq!(Some(a.group_of(&text, m.start(), m.end())), want, "{}", src);
+                prop_assert_eq!(a.group_of(&text, m.start(), m.end()), want, "{}", src);
             }
             MATCHED.fetch_add(seen, std::sync::atomic::Ordering::Relaxed);
+        }
+
+        /// A tail group, when the two searches answer, is the span a
+        /// capture search of the match gives.
+        #[test]
+        fn the_tail_group_is_the_captured_one(
+            k in 0usize..TAILS.len(),
+            text in "(password|Secret|x{1,5}|abc|ab|a|c|bc|=|: ?|\"|é|e|[0-9]{1,3}|[a-z]{1,4}|[ \n\t]){0,10}",
+        ) {
+            let src = TAILS[k];
+            let re = Regex::new(src).unwrap();
+            let g = re.captures_len() - 1;
+            let a = Affixes::of(src, g).unwrap();
+            let mut caps = re.create_captures();
+            let (mut seen, mut read) = (0, 0);
+            for m in re.find_iter(&text) {
+                seen += 1;
+                let input = Input::new(&text).range(m.start()..m.end()).anchored(Anchored::Yes);
+                re.search_captures(&input, &mut caps);
+                let want = caps.get_group(g).map(|g| (g.start, g.end));
+                if let Some(span) = a.group_of(&text, m.start(), m.end()) {
+                    read += 1;
+                    prop_assert_eq!(Some(span), want, "{}", src);
+                }
+            }
+            TAIL_MATCHED.fetch_add(seen, std::sync::atomic::Ordering::Relaxed);
+            TAIL_READ.fetch_add(read, std::sync::atomic::Ordering::Relaxed);
         }
     }
 }
