@@ -290,6 +290,59 @@ async fn a_stream_frees_its_slot_when_its_session_ends_whatever_the_client_reads
     }
 }
 
+/// Events reach the connection in chunks of whole events of at most 16
+/// KiB (what a waiting stream's memory is counted in), one larger event
+/// alone; every push that released text has its event, in order.
+#[tokio::test]
+async fn events_come_in_chunks_of_whole_events_of_at_most_16_kib() {
+    let s = setup();
+    let text = "word, ".repeat(3000);
+    for (chunk_size, big) in [(1, false), (7, false), (20000, true)] {
+        let body = json!({"text": text, "chunk_size": chunk_size}).to_string();
+        let resp = s
+            .app
+            .clone()
+            .oneshot(json_request("/v1/evaluate/stream", &body))
+            .await
+            .unwrap();
+        let mut body = resp.into_body();
+        let mut frames = Vec::new();
+        while let Some(frame) = body.frame().await {
+            if let Ok(data) = frame.unwrap().into_data() {
+                frames.push(data);
+            }
+        }
+        let all: Vec<u8> = frames.iter().flatten().copied().collect();
+        let ev = events(std::str::from_utf8(&all).unwrap());
+        let released: String = ev[..ev.len() - 1]
+            .iter()
+            .map(|e| e["text"].as_str().unwrap())
+            .collect();
+        assert_eq!(released, text);
+        let indexes: Vec<u64> = ev[..ev.len() - 1]
+            .iter()
+            .map(|e| e["chunk_index"].as_u64().unwrap())
+            .collect();
+        assert_eq!(indexes, (0..indexes.len() as u64).collect::<Vec<_>>());
+        for f in &frames {
+            assert!(
+                f.starts_with(b"data: ") && f.ends_with(b"\n\n"),
+                "{chunk_size}"
+            );
+            let events_in = f.windows(6).filter(|w| w == b"data: ").count();
+            assert!(
+                f.len() <= 16 * 1024 || (big && events_in == 1),
+                "{chunk_size}: {} bytes",
+                f.len()
+            );
+        }
+        if chunk_size == 1 {
+            // 18,000 events of about 90 bytes: full chunks, not one each.
+            assert!(frames.len() < 120, "{}", frames.len());
+        }
+    }
+}
+
 #[tokio::test]
 async fn streams_waiting_for_their_readers_hold_a_bounded_memory_the_oldest_cut_first() {
     // 32 KiB bodies: the streams in flight hold 32 of them (1 MiB) at most.

@@ -208,6 +208,7 @@ pub(crate) async fn evaluate_stream(
         chunk_size: request.chunk_size,
         cuts: Vec::new(),
         released: Releases::default(),
+        scratch: Vec::new(),
         index: 0,
         events: VecDeque::new(),
         state: Arc::clone(&state),
@@ -382,6 +383,9 @@ struct Job {
     /// and code points pushed after each, and their releases.
     cuts: Vec<(usize, usize)>,
     released: Releases,
+    /// One event as it is written, before it joins its chunk (reused: an
+    /// event a push costs no allocation).
+    scratch: Vec<u8>,
     /// `chunk_index` of the next event.
     index: usize,
     /// Events the channel had no room for yet (the finish's release and
@@ -510,33 +514,43 @@ impl Job {
         };
         self.at += last;
         let blocked_at = session.blocked().map(|_| pushed - 1);
-        // The batch's events are written straight into chunks of about
-        // [`CHUNK_BYTES`] (the connection's unit), not each into its own
-        // buffer: allocating, copying and freeing an event at a time (32k
-        // of them for 512 KiB in pieces of 16 code points) between batches
-        // churned the allocator and the caches the next batch runs on.
-        let mut out = Vec::with_capacity(CHUNK_BYTES);
+        // The batch's events are gathered into chunks of about
+        // [`CHUNK_BYTES`] (the connection's unit) as they are written, each
+        // written into one reused buffer first: built one by one, each in
+        // its own allocation, then copied into chunks and freed (32k of
+        // them for 512 KiB in pieces of 16 code points), they churned the
+        // allocator and the caches the next batch runs on.
+        let mut out: Vec<u8> = Vec::new();
         for (k, (text, redacted)) in self.released.iter().enumerate() {
             let consumed = self.cuts[k].1;
-            let at = out.len();
+            self.scratch.clear();
             if blocked_at == Some(k) {
-                out.extend_from_slice(&blocked_event(session, self.index, consumed));
+                let event = blocked_event(session, self.index, consumed);
+                self.scratch.extend_from_slice(&event);
             } else if text.is_empty() {
                 continue;
             } else {
-                write_release_event(&mut out, self.index, consumed, text, redacted);
+                write_release_event(&mut self.scratch, self.index, consumed, text, redacted);
             }
             self.index += 1;
-            if at > 0 && out.len() > CHUNK_BYTES {
-                // The event goes past the chunk: it starts the next one.
-                let next = out.split_off(at);
-                self.events.push_back((Bytes::from(out), false));
-                out = next;
-                out.reserve(CHUNK_BYTES);
+            if !out.is_empty() && out.len() + self.scratch.len() > CHUNK_BYTES {
+                self.events
+                    .push_back((Bytes::from(std::mem::take(&mut out)), false));
             }
+            if out.is_empty() {
+                out.reserve_exact(CHUNK_BYTES.max(self.scratch.len()));
+            }
+            out.extend_from_slice(&self.scratch);
         }
         if !out.is_empty() {
+            // A chunk holds what it counts for (a waiting stream's memory
+            // is its chunks' lengths), not the room it was given.
+            out.shrink_to_fit();
             self.events.push_back((Bytes::from(out), false));
+        }
+        if self.scratch.capacity() > CHUNK_BYTES {
+            // A large piece's event is not kept past its batch.
+            self.scratch = Vec::new();
         }
         self.consumed = self.cuts[pushed - 1].1;
     }
