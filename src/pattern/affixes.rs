@@ -344,6 +344,28 @@ mod tests {
         assert!(n > 50 && read > n / 2, "{read} of {n}");
     }
 
+    /// A span of a text, as byte offsets.
+    type Span = (usize, usize);
+
+    /// Every match of `src` in `text`, with the span a capture search of
+    /// the match gives its group `g` (what a reader must agree with).
+    fn captured(src: &str, g: usize, text: &str) -> Vec<(Span, Option<Span>)> {
+        let re = Regex::new(src).unwrap();
+        let mut caps = re.create_captures();
+        re.find_iter(text)
+            .map(|m| {
+                let input = Input::new(text)
+                    .range(m.start()..m.end())
+                    .anchored(Anchored::Yes);
+                re.search_captures(&input, &mut caps);
+                (
+                    (m.start(), m.end()),
+                    caps.get_group(g).map(|s| (s.start, s.end)),
+                )
+            })
+            .collect()
+    }
+
     /// Matches the property test compared (it must compare some).
     static MATCHED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
@@ -363,18 +385,12 @@ mod tests {
             text in "([0-9]{9}|[12][0-9]{9}|[0-9]{3} [0-9]{3} [0-9]{3}|[A-Z]{2}[0-9]{2} ?[0-9]{4} ?[0-9]{4}|é[a-z]{2,4}[0-9]|x[0-9]{1,3}|[0-9]{1,3}|[a-zA-Z]{1,3}|[ ,.;\n]){0,8}",
         ) {
             let src = SHAPED[k];
-            let re = Regex::new(src).unwrap();
             let a = Affixes::of(src, 1).unwrap();
-            let mut caps = re.create_captures();
-            let mut seen = 0;
-            for m in re.find_iter(&text) {
-                seen += 1;
-                let input = Input::new(&text).range(m.start()..m.end()).anchored(Anchored::Yes);
-                re.search_captures(&input, &mut caps);
-                let want = caps.get_group(1).map(|g| (g.start, g.end));
-                prop_assert_eq!(a.group_of(&text, m.start(), m.end()), want, "{}", src);
+            let matches = captured(src, 1, &text);
+            for &((s, e), want) in &matches {
+                prop_assert_eq!(a.group_of(&text, s, e), want, "{}", src);
             }
-            MATCHED.fetch_add(seen, std::sync::atomic::Ordering::Relaxed);
+            MATCHED.fetch_add(matches.len(), std::sync::atomic::Ordering::Relaxed);
         }
 
         /// A tail group, when the two searches answer, is the span a
@@ -385,21 +401,17 @@ mod tests {
             text in "(password|Secret|x{1,5}|abc|ab|a|c|bc|=|: ?|\"|é|e|[0-9]{1,3}|[a-z]{1,4}|[ \n\t]){0,10}",
         ) {
             let src = TAILS[k];
-            let re = Regex::new(src).unwrap();
-            let g = re.captures_len() - 1;
+            let g = Regex::new(src).unwrap().captures_len() - 1;
             let a = Affixes::of(src, g).unwrap();
-            let mut caps = re.create_captures();
-            let (mut seen, mut read) = (0, 0);
-            for m in re.find_iter(&text) {
-                seen += 1;
-                let input = Input::new(&text).range(m.start()..m.end()).anchored(Anchored::Yes);
-                re.search_captures(&input, &mut caps);
-                let want = caps.get_group(g).map(|g| (g.start, g.end));
-                if let Some(span) = a.group_of(&text, m.start(), m.end()) {
+            let matches = captured(src, g, &text);
+            let mut read = 0;
+            for &((s, e), want) in &matches {
+                if let Some(span) = a.group_of(&text, s, e) {
                     read += 1;
                     prop_assert_eq!(Some(span), want, "{}", src);
                 }
             }
+            let seen = matches.len();
             TAIL_MATCHED.fetch_add(seen, std::sync::atomic::Ordering::Relaxed);
             TAIL_READ.fetch_add(read, std::sync::atomic::Ordering::Relaxed);
         }

@@ -537,8 +537,16 @@ impl Job {
                 self.events
                     .push_back((Bytes::from(std::mem::take(&mut out)), false));
             }
+            if self.scratch.len() >= CHUNK_BYTES {
+                // A chunk of its own (a large piece's release): handed over,
+                // not copied.
+                let mut big = std::mem::take(&mut self.scratch);
+                big.shrink_to_fit();
+                self.events.push_back((Bytes::from(big), false));
+                continue;
+            }
             if out.is_empty() {
-                out.reserve_exact(CHUNK_BYTES.max(self.scratch.len()));
+                out.reserve_exact(CHUNK_BYTES);
             }
             out.extend_from_slice(&self.scratch);
         }
@@ -547,10 +555,6 @@ impl Job {
             // is its chunks' lengths), not the room it was given.
             out.shrink_to_fit();
             self.events.push_back((Bytes::from(out), false));
-        }
-        if self.scratch.capacity() > CHUNK_BYTES {
-            // A large piece's event is not kept past its batch.
-            self.scratch = Vec::new();
         }
         self.consumed = self.cuts[pushed - 1].1;
     }
