@@ -421,7 +421,7 @@ impl Checksum {
             Checksum::Luhn => c.len() >= 2 && luhn(c),
             Checksum::Verhoeff => c.len() >= 2 && verhoeff(c),
             Checksum::Damm => c.len() >= 2 && damm(c),
-            Checksum::Mod97 => mod97_remainder(c.iter().copied()) == Some(1),
+            Checksum::Mod97 => mod97_remainder(&[c]) == Some(1),
             Checksum::Iban => iban(c),
             Checksum::Iso7064Mod11_10 => iso7064_mod11_10(c),
             Checksum::Iso7064Mod11_2 => iso7064_mod11_2(c),
@@ -447,25 +447,31 @@ impl Checksum {
     }
 }
 
-/// The compact form of `value` in `buf`: spaces, `-`, `.` and `/` removed.
-/// `None` if it is empty, longer than [`MAX_COMPACT_LEN`] or holds a
-/// non-ASCII character (no validator takes one).
-fn compact<'b>(value: &str, buf: &'b mut [u8; MAX_COMPACT_LEN]) -> Option<&'b [u8]> {
-    let mut n = 0;
-    for &b in value.as_bytes() {
-        if matches!(b, b' ' | b'-' | b'.' | b'/') {
-            continue;
-        }
-        if !b.is_ascii() {
-            return None;
-        }
-        *buf.get_mut(n)? = b;
-        n += 1;
+/// The compact form of `value`: spaces, `-`, `.` and `/` removed, copied
+/// into `buf` only when it holds one (most values hold none). `None` if it
+/// is empty, longer than [`MAX_COMPACT_LEN`] or holds a non-ASCII
+/// character (no validator takes one).
+fn compact<'b>(value: &'b str, buf: &'b mut [u8; MAX_COMPACT_LEN]) -> Option<&'b [u8]> {
+    let bytes = value.as_bytes();
+    if !bytes.is_ascii() {
+        return None;
     }
-    match buf.get(..n) {
-        Some(c) if !c.is_empty() => Some(c),
-        _ => None,
-    }
+    let c = if bytes.iter().any(|&b| is_separator(b)) {
+        let mut n = 0;
+        for &b in bytes.iter().filter(|&&b| !is_separator(b)) {
+            *buf.get_mut(n)? = b;
+            n += 1;
+        }
+        buf.get(..n)?
+    } else {
+        bytes
+    };
+    (!c.is_empty() && c.len() <= MAX_COMPACT_LEN).then_some(c)
+}
+
+/// What a compact form leaves out.
+fn is_separator(b: u8) -> bool {
+    matches!(b, b' ' | b'-' | b'.' | b'/')
 }
 
 fn all_digits(c: &[u8]) -> bool {
@@ -488,24 +494,33 @@ fn luhn(c: &[u8]) -> bool {
 
 /// Luhn over `prefix` followed by `c` (both digits only).
 fn luhn_from(c: &[u8], prefix: &[u8]) -> bool {
-    let mut sum = 0u32;
-    for (i, &b) in c.iter().rev().chain(prefix.iter().rev()).enumerate() {
-        if !b.is_ascii_digit() {
-            return false;
+    // The rightmost digit is not doubled; a prefix shifts nothing, as it
+    // comes before `c`.
+    let Some(sum) = luhn_add(0, c, false) else {
+        return false;
+    };
+    let doubled = c.len() % 2 == 1;
+    luhn_add(sum, prefix, doubled).is_some_and(|s| s.is_multiple_of(10))
+}
+
+/// `sum` plus Luhn's terms of `digits`, read from the right, the rightmost
+/// doubled when `doubled`; `None` on a byte that is not a digit.
+fn luhn_add(mut sum: u32, digits: &[u8], mut doubled: bool) -> Option<u32> {
+    // 2·d with its digits added, by d.
+    const TWICE: [u32; 10] = [0, 2, 4, 6, 8, 1, 3, 5, 7, 9];
+    for &b in digits.iter().rev() {
+        let d = b.wrapping_sub(b'0');
+        if d > 9 {
+            return None;
         }
-        let d = u32::from(b - b'0');
-        sum += if i % 2 == 1 {
-            let x = d * 2;
-            if x > 9 {
-                x - 9
-            } else {
-                x
-            }
+        sum += if doubled {
+            TWICE[usize::from(d)]
         } else {
-            d
+            u32::from(d)
         };
+        doubled = !doubled;
     }
-    sum.is_multiple_of(10)
+    Some(sum)
 }
 
 const VERHOEFF_D: [[u8; 10]; 10] = [
@@ -568,18 +583,25 @@ fn damm(c: &[u8]) -> bool {
     interim == 0
 }
 
-/// ISO 7064 MOD 97-10 remainder of the digits and letters in `chars` (a
-/// letter counts as its two-digit value); `None` if one is neither or
-/// there are none.
-fn mod97_remainder(chars: impl Iterator<Item = u8>) -> Option<u32> {
-    let mut r = 0u32;
+/// ISO 7064 MOD 97-10 remainder of the digits and letters of `parts`,
+/// read one after the other (a letter counts as its two-digit value);
+/// `None` if one is neither or there are none.
+fn mod97_remainder(parts: &[&[u8]]) -> Option<u32> {
+    // Reduced only when it could overflow on the next character (×100
+    // + 35): a division by 97 every seven characters or so, not one each.
+    const REDUCE_AT: u64 = 1 << 56;
+    let mut r = 0u64;
     let mut any = false;
-    for b in chars {
-        let v = alnum_value(b)?;
-        r = if v < 10 { r * 10 + v } else { r * 100 + v } % 97;
+    for &b in parts.iter().copied().flatten() {
+        let v = u64::from(alnum_value(b)?);
+        r = if v < 10 { r * 10 + v } else { r * 100 + v };
+        if r >= REDUCE_AT {
+            r %= 97;
+        }
         any = true;
     }
-    any.then_some(r)
+    // Below 97 once reduced.
+    any.then_some((r % 97) as u32)
 }
 
 fn iban(c: &[u8]) -> bool {
@@ -596,8 +618,7 @@ fn iban(c: &[u8]) -> bool {
     let Some(&(_, len)) = iban_registry::BBAN_LENGTHS.get(i) else {
         return false;
     };
-    bban.len() == usize::from(len)
-        && mod97_remainder(bban.iter().chain([a, b, d1, d2]).copied()) == Some(1)
+    bban.len() == usize::from(len) && mod97_remainder(&[bban, &[*a, *b, *d1, *d2]]) == Some(1)
 }
 
 fn iso7064_mod11_10(c: &[u8]) -> bool {
@@ -754,7 +775,7 @@ fn nl_btw(c: &[u8]) -> bool {
         .iter()
         .zip([9i32, 8, 7, 6, 5, 4, 3, 2, -1])
         .fold(0i32, |s, (&d, w)| s + w * i32::from(d - b'0'));
-    sum.rem_euclid(11) == 0 || mod97_remainder(b"NL".iter().chain(body).copied()) == Some(1)
+    sum.rem_euclid(11) == 0 || mod97_remainder(&[b"NL", body]) == Some(1)
 }
 
 fn fr_nir(c: &[u8]) -> bool {
@@ -809,20 +830,8 @@ fn luhn_check_digit(digits: &[u8]) -> u32 {
 /// Luhn's sum over `digits` (ASCII digits), doubling every second digit
 /// from the right, the rightmost included when `rightmost_doubled`.
 fn luhn_sum(digits: &[u8], rightmost_doubled: bool) -> u32 {
-    let doubled = usize::from(!rightmost_doubled);
-    digits
-        .iter()
-        .rev()
-        .enumerate()
-        .map(|(i, &b)| {
-            let d = u32::from(b - b'0');
-            if i % 2 == doubled {
-                d * 2 / 10 + d * 2 % 10
-            } else {
-                d
-            }
-        })
-        .sum()
+    // The callers pass digits only.
+    luhn_add(0, digits, rightmost_doubled).unwrap_or(0)
 }
 
 fn fr_tva(c: &[u8]) -> bool {

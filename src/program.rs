@@ -9,7 +9,7 @@
 
 mod context;
 
-pub use context::{Context, ContextScan};
+pub use context::{Context, ContextGroups, ContextScan};
 
 use crate::builtins::{self, Validator};
 use crate::checksum::Checksum;
@@ -119,12 +119,25 @@ impl Codon {
     }
 
     /// [`Codon::accepts`] for one of many values of the same `text`, their
-    /// context checks sharing `scan` (see [`ContextScan`]).
-    pub fn accepts_scanned(&self, text: &str, s: usize, e: usize, scan: &mut ContextScan) -> bool {
-        self.accepts_in(text, s, e, Some(scan))
+    /// context checks sharing `scan` (see [`ContextScan`]); `index` is the
+    /// codon's place in its program.
+    pub fn accepts_scanned(
+        &self,
+        text: &str,
+        s: usize,
+        e: usize,
+        (scan, index): (&mut ContextScan<'_>, usize),
+    ) -> bool {
+        self.accepts_in(text, s, e, Some((scan, index)))
     }
 
-    fn accepts_in(&self, text: &str, s: usize, e: usize, scan: Option<&mut ContextScan>) -> bool {
+    fn accepts_in(
+        &self,
+        text: &str,
+        s: usize,
+        e: usize,
+        scan: Option<(&mut ContextScan<'_>, usize)>,
+    ) -> bool {
         let Some(value) = text.get(s..e) else {
             return false;
         };
@@ -144,7 +157,7 @@ impl Codon {
         match (&self.context, scan) {
             (None, _) => true,
             (Some(ctx), None) => ctx.holds(text, s, e, None),
-            (Some(ctx), Some(scan)) => scan.holds(ctx, text, s, e),
+            (Some(ctx), Some((scan, index))) => scan.holds(index, ctx, text, s, e),
         }
     }
 }

@@ -514,6 +514,22 @@ proptest! {
         }
     }
 
+    /// The remainder reduced once every few characters is the one reduced
+    /// at every character (the definition), across the parts, and over
+    /// values long enough to need several reductions.
+    #[test]
+    fn mod97_remainder_is_that_of_the_whole_number(a in "[0-9A-Za-z]{0,70}", b in "[0-9A-Z]{0,6}") {
+        let whole = format!("{a}{b}");
+        let want = whole
+            .bytes()
+            .try_fold(0u32, |r, c| {
+                let v = super::alnum_value(c)?;
+                Some(if v < 10 { (r * 10 + v) % 97 } else { (r * 100 + v) % 97 })
+            })
+            .filter(|_| !whole.is_empty());
+        prop_assert_eq!(super::mod97_remainder(&[a.as_bytes(), b.as_bytes()]), want);
+    }
+
     #[test]
     fn iban_detects_single_digit_errors(i in 0usize..200, bban in "[0-9A-Z]{40}") {
         let (cc, len) = iban_registry::BBAN_LENGTHS[i % iban_registry::BBAN_LENGTHS.len()];

@@ -227,6 +227,8 @@ pub struct Evaluator {
     /// Each matcher's longest match, when its matches are bounded (for the
     /// combined pass and [`windowed`]).
     max_lens: Vec<Option<usize>>,
+    /// Which codons share their context words (and one index of a text).
+    context_groups: crate::program::ContextGroups,
     /// Idle cache sets; an evaluation that finds none makes a new one.
     caches: Mutex<Vec<Caches>>,
     /// Streaming liveness automata, built by the first stream session
@@ -339,6 +341,9 @@ impl Evaluator {
             required,
             literals,
             words,
+            context_groups: crate::program::ContextGroups::new(
+                program.codons.iter().map(|c| c.context.as_ref()),
+            ),
             max_lens: rules
                 .iter()
                 .map(|r| r.pattern.max_len)
@@ -476,6 +481,8 @@ impl Evaluator {
             }
         }
         let mut found: Vec<Vec<(usize, usize)>> = Vec::new();
+        // The context words of the text, looked for once for all values.
+        let mut scan = ContextScan::of(Some(&self.context_groups), ascii);
         if !candidates.is_empty() {
             found.resize_with(self.matchers.len(), Vec::new);
             for i in candidates {
@@ -489,7 +496,7 @@ impl Evaluator {
                             len: self.max_lens.get(i).copied().flatten()?,
                         })
                     });
-                found[i] = self.find_all(i, text, ascii, caches, near);
+                found[i] = self.find_all(i, text, ascii, caches, near, &mut scan);
             }
         }
         if let Some(mut kept) = ends {
@@ -951,24 +958,40 @@ impl Evaluator {
         ascii: bool,
         caches: &mut Caches,
         near: Option<windowed::Near<'_>>,
+        scan: &mut ContextScan<'_>,
     ) -> Vec<(usize, usize)> {
         let m = &self.matchers[i];
+        let codon = i
+            .checked_sub(self.rules.len())
+            .and_then(|c| Some((c, self.program.codons.get(c)?)));
         let mut spans = match near {
             Some(near) => {
                 let rev = m.rev.as_ref().zip(caches.rev[i].as_mut());
-                windowed::search(&m.regex, &mut caches.exact[i], rev, text, &near)
+                // A candidate whose values could have no context word near
+                // them is dropped before it is searched for.
+                let context = codon.and_then(|(c, codon)| Some((c, codon.context.as_ref()?)));
+                let mut gate = |a: usize, b: usize| {
+                    context.is_none_or(|(c, ctx)| scan.may_hold(c, ctx, text, a, b))
+                };
+                windowed::search(&m.regex, &mut caches.exact[i], rev, text, &near, &mut gate)
             }
             None => self.search_matcher(i, text, 0, ascii, caches, Want::All),
         };
         spans.retain(|&(s, e)| s < e && validate(m.validator, &text[s..e]));
-        match i
-            .checked_sub(self.rules.len())
-            .and_then(|c| self.program.codons.get(c))
-        {
-            Some(codon) if codon.filters() && !spans.is_empty() => {
+        match codon {
+            Some((c, codon)) if codon.filters() && !spans.is_empty() => {
                 let (exact, caps) = (&mut caches.exact[i], &mut caches.captures[i]);
                 let affixes = self.affixes_of(i);
-                values(codon, affixes, &m.regex, exact, caps, text, ascii, spans)
+                values(
+                    codon,
+                    affixes,
+                    &m.regex,
+                    exact,
+                    caps,
+                    text,
+                    (scan, c),
+                    spans,
+                )
             }
             _ => spans,
         }
@@ -1057,7 +1080,8 @@ impl Evaluator {
 /// A codon's values among its pattern's matches `spans` ([§16.1](docs/codons.md#s16-1)): the
 /// group's span, when it took part, if the value passes the codon's
 /// checks. A dropped match lets no overlapping later one through: the
-/// matches were found before any was judged. `ascii`: whether `text` is.
+/// matches were found before any was judged. `scan` is the text's
+/// context scan, with the codon's place in its program.
 #[allow(clippy::too_many_arguments)]
 fn values(
     codon: &crate::program::Codon,
@@ -1066,15 +1090,13 @@ fn values(
     cache: &mut Cache,
     caps: &mut Option<regex_automata::util::captures::Captures>,
     text: &str,
-    ascii: bool,
+    (scan, index): (&mut ContextScan<'_>, usize),
     mut spans: Vec<(usize, usize)>,
 ) -> Vec<(usize, usize)> {
     let mut caps = codon
         .group
         .filter(|_| !affixes.is_some_and(pattern::affixes::Affixes::always))
         .map(|_| caps.get_or_insert_with(|| re.create_captures()));
-    // The context words of the text, looked for once for all its values.
-    let mut scan = ContextScan::of(ascii);
     // The values overwrite the matches they come from, in order.
     let mut kept = 0;
     for k in 0..spans.len() {
@@ -1086,7 +1108,7 @@ fn values(
             caps.as_deref_mut(),
             text,
             spans[k],
-            Some(&mut scan),
+            Some((&mut *scan, index)),
         );
         if let Some(v) = found {
             spans[kept] = v;
@@ -1110,7 +1132,7 @@ fn value_span(
     caps: Option<&mut regex_automata::util::captures::Captures>,
     text: &str,
     (s, e): (usize, usize),
-    scan: Option<&mut ContextScan>,
+    scan: Option<(&mut ContextScan<'_>, usize)>,
 ) -> Option<(usize, usize)> {
     let read = affixes.and_then(|a| a.group_of(text, s, e));
     let (vs, ve) = match (codon.group, read, caps) {

@@ -759,3 +759,110 @@ hard_rules:
         );
     }
 }
+
+/// More codons than `SET_THRESHOLD` (the combined pass runs), some with
+/// context words before or after their values, two sharing one list of
+/// words, one with a group and one with a checksum.
+const CONTEXT_PACK: &str = r#"
+schema_version: 2
+pack_id: t.context.v1
+version: 1.0.0
+codons:
+  - {code: C0, codon_type: extract_pattern, params: {"pattern": "\\b[0-9]{3}\\b"}, context: {words: [ab, "x y"], before: 6}, binds_to: c0, remedy_template: "[C0]"}
+  - {code: C1, codon_type: extract_pattern, params: {"pattern": "\\b[0-9]{4}\\b"}, context: {words: [ab], after: 5}, binds_to: c1, remedy_template: "[C1]"}
+  - {code: C2, codon_type: extract_pattern, params: {"pattern": "[0-9]{2}-[0-9]{2}"}, context: {words: [cd, ab], before: 4, after: 4}, binds_to: c2, remedy_template: "[C2]"}
+  - {code: C3, codon_type: extract_pattern, params: {"pattern": "\\b[a-c]{2,3}[0-9]\\b"}, context: {words: [ab, "x y"], before: 3}, binds_to: c3, remedy_template: "[C3]"}
+  - {code: C4, codon_type: extract_pattern, params: {"pattern": "([0-9]{3})x", "group": 1}, context: {words: [cd], before: 5}, binds_to: c4, remedy_template: "[C4]"}
+  - {code: C5, codon_type: extract_pattern, params: {"pattern": "\\b[0-9]{4}-[0-9]\\b"}, checksum: luhn, context: {words: [d], before: 2, after: 2}, binds_to: c5, remedy_template: "[C5]"}
+  - {code: C6, codon_type: extract_pattern, params: {"pattern": "\\bq[0-9]{2}\\b"}, binds_to: c6, remedy_template: "[C6]"}
+  - {code: C7, codon_type: extract_pattern, params: {"pattern": "\\bzz[a-d]\\b"}, binds_to: c7, remedy_template: "[C7]"}
+  - {code: C8, codon_type: extract_pattern, params: {"pattern": "[0-9]{5}"}, binds_to: c8, remedy_template: "[C8]"}
+  - {code: C9, codon_type: extract_pattern, params: {"pattern": "b[0-9]"}, binds_to: c9, remedy_template: "[C9]"}
+hard_rules:
+  - id: REDACT
+    condition: state.c0 or state.c1 or state.c2 or state.c3 or state.c4 or state.c5 or state.c6 or state.c7 or state.c8 or state.c9
+    action: redact_found
+    severity: warning
+"#;
+
+/// Tokens of [`CONTEXT_PACK`]'s texts: its context words, values of its
+/// codons, near misses and filler.
+fn context_token() -> impl proptest::strategy::Strategy<Value = String> {
+    use proptest::strategy::Strategy;
+    proptest::prop_oneof![
+        proptest::sample::select(vec![
+            "ab", "x y", "cd", "d", "AB", "xab", "cdx", "q12", "zza", "123", "1234", "12-34",
+            "4111-1", "4111-2", "123x", "ab1", "b5", "12345", "9", "zz",
+        ])
+        .prop_map(str::to_string),
+        "[a-dxyz0-9]{1,6}",
+    ]
+}
+
+/// Each codon's values by the definition: every leftmost-first match of
+/// its pattern over the whole text, its group, through its checks with the
+/// value's own windows scanned.
+fn values_by_definition(e: &Evaluator, text: &str) -> Vec<Vec<(usize, usize)>> {
+    e.program
+        .codons
+        .iter()
+        .map(|c| {
+            let mut caps = c.pattern.exact.create_captures();
+            let mut out = Vec::new();
+            for m in c.pattern.exact.find_iter(text).filter(|m| !m.is_empty()) {
+                let (s, e) = match c.group {
+                    Some(g) => {
+                        c.pattern.exact.captures(
+                            Input::new(text)
+                                .range(m.start()..m.end())
+                                .anchored(Anchored::Yes),
+                            &mut caps,
+                        );
+                        let Some(span) = caps.get_group(g) else {
+                            continue;
+                        };
+                        (span.start, span.end)
+                    }
+                    None => (m.start(), m.end()),
+                };
+                if s < e && c.accepts(text, s, e) {
+                    out.push((s, e));
+                }
+            }
+            out
+        })
+        .collect()
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(300))]
+
+    /// Candidates dropped before their search (no context word within
+    /// reach of where they end) and context words indexed once for the
+    /// codons that share them leave every codon's values as the
+    /// definition gives them: on short texts (the whole text indexed at
+    /// once) and long ones (each value's windows scanned alone).
+    #[test]
+    fn context_gates_and_shared_indexes_keep_every_value(
+        parts in proptest::collection::vec((context_token(), "[ -]{0,3}"), 0..40),
+        pad in proptest::prelude::any::<bool>(),
+    ) {
+        let text: String = parts.iter().map(|(t, sep)| format!("{t}{sep}")).collect();
+        static PACK: OnceLock<Evaluator> = OnceLock::new();
+        // Built without the pack cost check: some patterns are dense.
+        let e = PACK.get_or_init(|| {
+            let d = parse_document(CONTEXT_PACK.as_bytes(), "t").unwrap();
+            let mut problems = Vec::new();
+            let program = crate::program::check_v2(&d.doc, &[], &mut problems).unwrap();
+            assert!(problems.is_empty(), "{problems:?}");
+            Evaluator::with_program("t.context.v1", "1", &[], Arc::new(program)).unwrap()
+        });
+        let text = if pad { format!("{text}{}", " ".repeat(20_000)) } else { text };
+        let want = values_by_definition(e, &text);
+        let got = e.matches(&text);
+        for (c, want) in want.iter().enumerate() {
+            let got = got.get(c).cloned().unwrap_or_default();
+            proptest::prop_assert_eq!(&got, want, "codon C{}", c);
+        }
+    }
+}

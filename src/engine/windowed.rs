@@ -67,14 +67,21 @@ pub(super) struct Near<'a> {
 /// the search meets the same leftmost-first match; and with no end past
 /// `pos` in the stretch, no match is left there (a whole-text search would
 /// end each stretch with a search that finds nothing).
+///
+/// `gate(a, b)` says whether a match within `text[a..b]` can count; where
+/// it says no for the last reported end of a stretch, the match ending
+/// there is not searched for (nor returned): being the stretch's last, it
+/// decides no later match (the next search starts past the stretch
+/// whether it exists or not).
 pub(super) fn search(
     re: &Regex,
     cache: &mut Cache,
     mut rev: Option<(&DFA, &mut RevCache)>,
     text: &str,
     found: &Near<'_>,
+    gate: &mut dyn FnMut(usize, usize) -> bool,
 ) -> Vec<(usize, usize)> {
-    let mut out = Vec::new();
+    let mut out = Vec::with_capacity(found.ends.len().min(64));
     let mut k = 0;
     for &(a, b) in found.stretches.iter() {
         let mut pos = a;
@@ -98,6 +105,9 @@ pub(super) fn search(
             // to it first). On a give-up (Unicode `\b` on non-ASCII text)
             // the forward search answers.
             let single = found.ends.get(k + 1).is_none_or(|&e| e > b);
+            if single && !gate(from, next) {
+                break;
+            }
             if let (true, Some((dfa, rc))) = (single, rev.as_mut()) {
                 let input = Input::new(text).range(from..next).anchored(Anchored::Yes);
                 match dfa.try_search_rev(rc, &input) {
@@ -197,12 +207,19 @@ mod tests {
                     len,
                 };
                 assert_eq!(
-                    search(&re, &mut cache, None, text, &found),
+                    search(&re, &mut cache, None, text, &found, &mut |_, _| true),
                     want,
                     "{src} on {text:?}"
                 );
                 assert_eq!(
-                    search(&re, &mut cache, Some((&rev, &mut rev_cache)), text, &found),
+                    search(
+                        &re,
+                        &mut cache,
+                        Some((&rev, &mut rev_cache)),
+                        text,
+                        &found,
+                        &mut |_, _| true
+                    ),
                     want,
                     "{src} on {text:?}, backward from single ends"
                 );

@@ -44,6 +44,9 @@ pub struct Context {
     matcher: AhoCorasick,
     /// Per word: whether it begins and whether it ends with a word character.
     edges: Vec<(bool, bool)>,
+    /// Per word: a substring searcher for its folded form, when that is
+    /// ASCII (and so lowercase: the form an ASCII text, lowered, holds).
+    ascii_finders: Vec<Option<memchr::memmem::Finder<'static>>>,
 }
 
 impl PartialEq for Context {
@@ -74,6 +77,24 @@ pub struct ContextIndex {
 }
 
 impl ContextIndex {
+    /// The index of the occurrences `found` (in any order) of a range
+    /// that is ASCII or not.
+    fn of(mut found: Vec<(usize, usize)>, ascii: bool) -> Self {
+        found.sort_unstable();
+        let starts: Vec<usize> = found.iter().map(|&(s, _)| s).collect();
+        let mut min_end = vec![usize::MAX; found.len()];
+        let mut least = usize::MAX;
+        for (i, &(_, e)) in found.iter().enumerate().rev() {
+            least = least.min(e);
+            min_end[i] = least;
+        }
+        Self {
+            starts,
+            min_end,
+            ascii,
+        }
+    }
+
     /// Whether an occurrence lies wholly within `text[lo..hi]` (it was
     /// indexed over a range that holds `lo..hi`).
     pub fn any_within(&self, lo: usize, hi: usize) -> bool {
@@ -82,44 +103,160 @@ impl ContextIndex {
     }
 }
 
-/// The context checks of many values of one text (one evaluation): each
-/// value's windows are indexed alone until they have cost as much as the
-/// whole text, which is then indexed once for the rest.
+/// Which codons share their context words, and so one index of a text:
+/// a pack often gives many codons one list of words.
 #[derive(Debug, Default)]
-pub struct ContextScan {
-    whole: Option<ContextIndex>,
-    scanned: usize,
+pub struct ContextGroups {
+    /// Per codon: its group, if it has a context.
+    of_codon: Vec<Option<usize>>,
+    /// How many groups.
+    count: usize,
+}
+
+impl ContextGroups {
+    /// The groups of the codons' contexts (one entry per codon).
+    pub fn new<'c>(contexts: impl IntoIterator<Item = Option<&'c Context>>) -> Self {
+        let mut firsts: Vec<&Context> = Vec::new();
+        let of_codon = contexts
+            .into_iter()
+            .map(|ctx| {
+                let ctx = ctx?;
+                Some(match firsts.iter().position(|f| f.words == ctx.words) {
+                    Some(g) => g,
+                    None => {
+                        firsts.push(ctx);
+                        firsts.len() - 1
+                    }
+                })
+            })
+            .collect();
+        Self {
+            of_codon,
+            count: firsts.len(),
+        }
+    }
+}
+
+/// The context checks of many values of one text (one evaluation), of
+/// every codon: each value's windows are scanned alone until they have
+/// cost about as much as an index of the whole text, which is then built
+/// once for the rest, and shared by the codons with the same words
+/// ([`ContextGroups`]).
+#[derive(Debug, Default)]
+pub struct ContextScan<'g> {
+    groups: Option<&'g ContextGroups>,
+    /// Per group: the index of its words over the whole text, once built.
+    whole: Vec<Option<ContextIndex>>,
+    /// Per group: the bytes of the windows scanned alone so far.
+    scanned: Vec<usize>,
+    /// The text lowered, once a group indexes the whole of an ASCII text.
+    lower: Option<String>,
     /// Whether the text is ASCII: a value's windows are then plain
-    /// arithmetic, not a walk over code points.
+    /// arithmetic, not a walk over code points, and the whole text is
+    /// indexed with a substring search a word.
     ascii: bool,
 }
 
-impl ContextScan {
+/// On ASCII text, an index costs about one instruction a byte a word
+/// (vectorised substring searches), a window scanned alone about fifteen a
+/// byte (the overlapping automaton, and its set-up): the whole text is
+/// indexed once the windows add up to this fraction of it a word.
+const WINDOW_TO_INDEX: usize = 16;
+
+impl<'g> ContextScan<'g> {
     /// A scan of a text the caller knows to be ASCII or not (`false` is
-    /// always right: the windows are then found by walking code points).
-    pub fn of(ascii: bool) -> Self {
+    /// always right: the windows are then found by walking code points),
+    /// for codons grouped by `groups` (`None`: every window is scanned
+    /// alone).
+    pub fn of(groups: Option<&'g ContextGroups>, ascii: bool) -> Self {
+        let n = groups.map_or(0, |g| g.count);
         Self {
+            groups,
+            whole: std::iter::repeat_with(|| None).take(n).collect(),
+            scanned: vec![0; n],
+            lower: None,
             ascii,
-            ..Self::default()
         }
     }
 
-    /// Whether a word of `ctx` lies near `text[s..e]`; `text` is the same
-    /// for every call on this scan.
-    pub fn holds(&mut self, ctx: &Context, text: &str, s: usize, e: usize) -> bool {
-        if self.whole.is_none() && self.scanned >= text.len() {
-            self.whole = Some(ctx.index(text, 0, text.len()));
+    /// The index of the whole text for codon `codon` (context `ctx`), when
+    /// the windows scanned for its group, with `window` more bytes, make
+    /// one worth it; `None` when the window is to be scanned alone (and
+    /// was counted).
+    fn whole(
+        &mut self,
+        codon: usize,
+        ctx: &Context,
+        text: &str,
+        window: usize,
+    ) -> Option<&ContextIndex> {
+        let g = self.groups?.of_codon.get(codon).copied().flatten()?;
+        if self.whole.get(g)?.is_none() {
+            let scanned = self.scanned.get_mut(g)?;
+            *scanned = scanned.saturating_add(window);
+            let worth = if self.ascii {
+                scanned.saturating_mul(WINDOW_TO_INDEX)
+                    >= text.len().saturating_mul(ctx.words.len())
+            } else {
+                *scanned >= text.len()
+            };
+            if !worth {
+                return None;
+            }
+            let index = if self.ascii {
+                let lower = self.lower.get_or_insert_with(|| text.to_ascii_lowercase());
+                ctx.ascii_index(text, lower)
+            } else {
+                ctx.index(text, 0, text.len())
+            };
+            self.whole[g] = Some(index);
         }
-        if let Some(ix) = &self.whole {
-            return ctx.holds(text, s, e, Some(ix));
-        }
+        self.whole.get(g)?.as_ref()
+    }
+
+    /// Whether a word of `ctx`, codon `codon`'s context, lies near
+    /// `text[s..e]`; `text` is the same for every call on this scan.
+    pub fn holds(&mut self, codon: usize, ctx: &Context, text: &str, s: usize, e: usize) -> bool {
         let (lo, hi) = if self.ascii {
             ctx.ascii_windows(text, s, e)
         } else {
             ctx.windows(text, s, e)
         };
-        self.scanned = self.scanned.saturating_add(hi - lo);
-        ctx.near_in_windows(text, (lo, hi), s, e)
+        match self.whole(codon, ctx, text, hi - lo) {
+            Some(ix) => ix.any_within(lo, s) || ix.any_within(e, hi),
+            None => ctx.near_in_windows(text, (lo, hi), s, e),
+        }
+    }
+
+    /// On ASCII text, whether a value within `text[a..b]` can have a word of
+    /// `ctx` (codon `codon`'s context) near it: whether one lies within
+    /// `text[a - before..b + after]`, which holds both windows of any such
+    /// value. Always `true` on other text. Lets the engine drop a
+    /// candidate before it searches for it.
+    pub fn may_hold(
+        &mut self,
+        codon: usize,
+        ctx: &Context,
+        text: &str,
+        a: usize,
+        b: usize,
+    ) -> bool {
+        if !self.ascii {
+            return true;
+        }
+        let lo = a.saturating_sub(ctx.before);
+        let hi = b.saturating_add(ctx.after).min(text.len());
+        match self.whole(codon, ctx, text, hi.saturating_sub(lo)) {
+            Some(ix) => ix.any_within(lo, hi),
+            None => {
+                let mut any = false;
+                ctx.each_occurrence(text, lo, hi, |_, _| {
+                    any = true;
+                    true
+                });
+                any
+            }
+        }
     }
 }
 
@@ -147,6 +284,13 @@ impl Context {
             .ascii_case_insensitive(true)
             .build(&folded)
             .ok()?;
+        let ascii_finders = folded
+            .iter()
+            .map(|w| {
+                w.is_ascii()
+                    .then(|| memchr::memmem::Finder::new(w.as_bytes()).into_owned())
+            })
+            .collect();
         let edges = words
             .iter()
             .map(|w| {
@@ -162,6 +306,7 @@ impl Context {
             after,
             matcher,
             edges,
+            ascii_finders,
         })
     }
 
@@ -227,22 +372,41 @@ impl Context {
             found.push((s, e));
             false
         });
-        let Some(ascii) = ascii else {
-            return ContextIndex::default();
+        match ascii {
+            Some(ascii) => ContextIndex::of(found, ascii),
+            None => ContextIndex::default(),
+        }
+    }
+
+    /// The index of the whole of `text`, an ASCII text, and `lower` the
+    /// same lowered.
+    fn ascii_index(&self, text: &str, lower: &str) -> ContextIndex {
+        // Each word on its own over the lowered text: a vectorised
+        // substring search costs about a byte an instruction a word, the
+        // overlapping automaton more than ten. A word whose folded form is
+        // not ASCII cannot occur in ASCII text.
+        let bytes = text.as_bytes();
+        let word_char = |i: Option<usize>| {
+            i.and_then(|i| bytes.get(i))
+                .is_some_and(|&b| b.is_ascii_alphanumeric() || b == b'_')
         };
-        found.sort_unstable();
-        let starts: Vec<usize> = found.iter().map(|&(s, _)| s).collect();
-        let mut min_end = vec![usize::MAX; found.len()];
-        let mut least = usize::MAX;
-        for (i, &(_, e)) in found.iter().enumerate().rev() {
-            least = least.min(e);
-            min_end[i] = least;
+        let mut found = Vec::new();
+        for (finder, &(first, last)) in self.ascii_finders.iter().zip(&self.edges) {
+            let Some(finder) = finder else { continue };
+            let len = finder.needle().len();
+            let mut at = 0;
+            while let Some(i) = lower.get(at..).and_then(|h| finder.find(h.as_bytes())) {
+                let (s, e) = (at + i, at + i + len);
+                let touches =
+                    (first && word_char(s.checked_sub(1))) || (last && word_char(Some(e)));
+                if !touches {
+                    found.push((s, e));
+                }
+                // Every occurrence, overlapping ones included.
+                at = s + 1;
+            }
         }
-        ContextIndex {
-            starts,
-            min_end,
-            ascii,
-        }
+        ContextIndex::of(found, true)
     }
 
     /// Calls `f` with every occurrence of a word wholly within
@@ -438,13 +602,14 @@ mod tests {
         let c = ctx(&["passport", "nº", "ausweis"], 12, 12);
         let t = "Ausweis: 123456789 and then a long gap of text, 987654321 nº";
         let ix = c.index(t, 0, t.len());
-        let mut scan = ContextScan::default();
+        let groups = ContextGroups::new([Some(&c)]);
+        let mut scan = ContextScan::of(Some(&groups), false);
         for (s, e) in [(9, 18), (48, 57), (9, 18), (48, 57), (9, 18)] {
             assert_eq!(c.holds(t, s, e, Some(&ix)), c.holds(t, s, e, None));
-            assert_eq!(scan.holds(&c, t, s, e), c.holds(t, s, e, None));
+            assert_eq!(scan.holds(0, &c, t, s, e), c.holds(t, s, e, None));
         }
         assert!(
-            scan.whole.is_some(),
+            scan.whole[0].is_some(),
             "five values' windows outgrow the text"
         );
         assert!(c.holds(t, 9, 18, Some(&ix)));
@@ -469,10 +634,16 @@ mod tests {
             let want = reference(&c, &text, s, e);
             prop_assert_eq!(c.holds(&text, s, e, None), want);
             prop_assert_eq!(c.holds(&text, s, e, Some(&whole)), want);
-            let mut scan = ContextScan { whole: None, scanned: text.len(), ascii: false };
-            prop_assert_eq!(scan.holds(&c, &text, s, e), want);
-            let mut scan = ContextScan::of(text.is_ascii());
-            prop_assert_eq!(scan.holds(&c, &text, s, e), want);
+            let groups = ContextGroups::new([Some(&c)]);
+            let ascii = text.is_ascii();
+            // Windows alone, then the whole text at once (by substring
+            // searches on ASCII text).
+            let mut scan = ContextScan::of(Some(&groups), ascii);
+            prop_assert_eq!(scan.holds(0, &c, &text, s, e), want);
+            let mut scan = ContextScan::of(Some(&groups), ascii);
+            scan.scanned[0] = usize::MAX / 2;
+            prop_assert_eq!(scan.holds(0, &c, &text, s, e), want);
+            prop_assert!(scan.whole[0].is_some());
         }
     }
 }
