@@ -173,11 +173,12 @@ impl<'g> ContextScan<'g> {
     /// for codons grouped by `groups` (`None`: every window is scanned
     /// alone).
     pub fn of(groups: Option<&'g ContextGroups>, ascii: bool) -> Self {
-        let n = groups.map_or(0, |g| g.count);
+        // The per-group lists wait for the first value with a context: most
+        // texts have none.
         Self {
             groups,
-            whole: std::iter::repeat_with(|| None).take(n).collect(),
-            scanned: vec![0; n],
+            whole: Vec::new(),
+            scanned: Vec::new(),
             lower: None,
             ascii,
         }
@@ -194,7 +195,12 @@ impl<'g> ContextScan<'g> {
         text: &str,
         window: usize,
     ) -> Option<&ContextIndex> {
-        let g = self.groups?.of_codon.get(codon).copied().flatten()?;
+        let groups = self.groups?;
+        let g = groups.of_codon.get(codon).copied().flatten()?;
+        if self.whole.is_empty() {
+            self.whole.resize_with(groups.count, || None);
+            self.scanned.resize(groups.count, 0);
+        }
         if self.whole.get(g)?.is_none() {
             let scanned = self.scanned.get_mut(g)?;
             *scanned = scanned.saturating_add(window);
@@ -621,7 +627,8 @@ mod tests {
             let c = ctx(&[word], before, after);
             let groups = ContextGroups::new([Some(&c)]);
             let mut scan = ContextScan::of(Some(&groups), true);
-            scan.scanned[0] = usize::MAX / 2;
+            scan.scanned = vec![usize::MAX / 2];
+            scan.whole = vec![None];
             let want = reference(&c, text, s, e);
             assert_eq!(scan.holds(0, &c, text, s, e), want, "{word:?} in {text:?}");
             assert!(scan.whole[0].is_some());
@@ -673,7 +680,8 @@ mod tests {
             prop_assert_eq!(scan.holds(0, &c, &text, s, e), want);
             prop_assert!(scan.whole.is_empty());
             let mut scan = ContextScan::of(Some(&groups), ascii);
-            scan.scanned[0] = usize::MAX / 2;
+            scan.scanned = vec![usize::MAX / 2];
+            scan.whole = vec![None];
             prop_assert_eq!(scan.holds(0, &c, &text, s, e), want);
             prop_assert!(scan.whole[0].is_some());
         }
@@ -694,7 +702,8 @@ mod tests {
             let (s, e) = (i.min(j), i.max(j));
             let groups = ContextGroups::new([None, Some(&c)]);
             let mut scan = ContextScan::of(Some(&groups), true);
-            scan.scanned[0] = usize::MAX / 2;
+            scan.scanned = vec![usize::MAX / 2];
+            scan.whole = vec![None];
             prop_assert_eq!(scan.holds(1, &c, &text, s, e), reference(&c, &text, s, e));
             prop_assert!(scan.whole[0].is_some());
         }
