@@ -13,10 +13,16 @@
 //! number of words; a window then holds a word if the first occurrence
 //! starting in it has, among it and those after it, one that ends in it
 //! (a suffix minimum of ends: one binary search a window). An evaluation
-//! ([`ContextScan`]) indexes each value's windows until they add up to the
-//! text's length, then the whole text once: a sparse value in a long text
-//! costs its windows, dense values cost one pass. A stream session, which
-//! keeps only a bounded window of text, indexes the two windows of a value.
+//! ([`ContextScan`]) scans each value's windows alone until they cost about
+//! as much as an index of the whole text, which is then built once and
+//! shared by every codon with the same words ([`ContextGroups`]); on ASCII
+//! text the index is a vectorised substring search a word over the lowered
+//! text, much cheaper than the automaton: a sparse value in a long text
+//! costs its windows, dense values cost one pass. The engine also asks,
+//! before it searches for a candidate, whether any word lies within reach
+//! of where it could be ([`ContextScan::may_hold`]). A stream session,
+//! which keeps only a bounded window of text, indexes the two windows of a
+//! value.
 //!
 //! # Matching
 //!
