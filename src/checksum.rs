@@ -588,7 +588,8 @@ fn damm(c: &[u8]) -> bool {
 /// `None` if one is neither or there are none.
 fn mod97_remainder(parts: &[&[u8]]) -> Option<u32> {
     // Reduced only when it could overflow on the next character (×100
-    // + 35): a division by 97 every seven characters or so, not one each.
+    // + 35): a division by 97 every eight letters or fifteen digits or so,
+    // not one a character.
     const REDUCE_AT: u64 = 1 << 56;
     let mut r = 0u64;
     let mut any = false;

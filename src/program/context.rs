@@ -16,8 +16,9 @@
 //! ([`ContextScan`]) scans each value's windows alone until they cost about
 //! as much as an index of the whole text, which is then built once and
 //! shared by every codon with the same words ([`ContextGroups`]); on ASCII
-//! text the index is a vectorised substring search a word over the lowered
-//! text, much cheaper than the automaton: a sparse value in a long text
+//! text, for up to sixteen words, the index is a vectorised substring
+//! search a word over the lowered text, much cheaper than the automaton: a
+//! sparse value in a long text
 //! costs its windows, dense values cost one pass. The engine also asks,
 //! before it searches for a candidate, whether any word lies within reach
 //! of where it could be ([`ContextScan::may_hold`]). A stream session,
@@ -148,7 +149,7 @@ impl ContextGroups {
 /// cost about as much as an index of the whole text, which is then built
 /// once for the rest, and shared by the codons with the same words
 /// ([`ContextGroups`]).
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct ContextScan<'g> {
     groups: Option<&'g ContextGroups>,
     /// Per group: the index of its words over the whole text, once built.
@@ -163,15 +164,33 @@ pub struct ContextScan<'g> {
     ascii: bool,
 }
 
-/// On ASCII text, the whole text is indexed once a group's windows add up
-/// to this fraction of it a word. An index costs about one instruction a
-/// byte a word (a vectorised substring search a word); a window scanned
-/// alone pays the overlapping automaton's set-up and about fifteen a byte.
-/// On the forty-codon bench (1 KiB dense with values), indexing at a 64th
-/// rather than a 16th cut a decision by 1.3 µs (8%); a long text whose
-/// values stop right after its index is built pays a few times what its
-/// windows would have cost, a few per cent of its pass.
+/// On ASCII text, a group of at most [`WORDS_SEARCHED_ALONE`] words
+/// indexes the whole text once its windows add up to this fraction of it a
+/// word. Such an index costs about one instruction a byte a word (a
+/// vectorised substring search a word); a window scanned alone pays the
+/// overlapping automaton's set-up and about fifteen a byte. On the
+/// forty-codon bench (1 KiB dense with values), indexing at a 64th rather
+/// than a 16th cut a decision by 1.3 µs (8%). A long text whose values
+/// stop right after its index is built pays about four times what its
+/// windows cost until then: at sixteen words, no more than the
+/// automaton's index of the whole text would.
 const WINDOW_TO_INDEX: usize = 64;
+
+/// Most words a group indexes with a substring search each; a group with
+/// more indexes the whole text with its automaton (whose cost does not grow
+/// with the words), once its windows add up to the text.
+const WORDS_SEARCHED_ALONE: usize = 16;
+
+impl std::fmt::Debug for ContextScan<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The lowered text is the payload: never printed.
+        f.debug_struct("ContextScan")
+            .field("indexed_groups", &self.whole.iter().flatten().count())
+            .field("scanned", &self.scanned)
+            .field("ascii", &self.ascii)
+            .finish_non_exhaustive()
+    }
+}
 
 impl<'g> ContextScan<'g> {
     /// A scan of a text the caller knows to be ASCII or not (`false` is
@@ -210,7 +229,8 @@ impl<'g> ContextScan<'g> {
         if self.whole.get(g)?.is_none() {
             let scanned = self.scanned.get_mut(g)?;
             *scanned = scanned.saturating_add(window);
-            let worth = if self.ascii {
+            let by_word = self.ascii && ctx.words.len() <= WORDS_SEARCHED_ALONE;
+            let worth = if by_word {
                 scanned.saturating_mul(WINDOW_TO_INDEX)
                     >= text.len().saturating_mul(ctx.words.len())
             } else {
@@ -219,7 +239,7 @@ impl<'g> ContextScan<'g> {
             if !worth {
                 return None;
             }
-            let index = if self.ascii {
+            let index = if by_word {
                 let lower = self.lower.get_or_insert_with(|| text.to_ascii_lowercase());
                 ctx.ascii_index(text, lower)
             } else {
@@ -300,8 +320,10 @@ impl Context {
             .ascii_case_insensitive(true)
             .build(&folded)
             .ok()?;
+        // Only for the few words a scan searches one by one.
         let ascii_finders = folded
             .iter()
+            .filter(|_| folded.len() <= WORDS_SEARCHED_ALONE)
             .map(|w| {
                 w.is_ascii()
                     .then(|| memchr::memmem::Finder::new(w.as_bytes()).into_owned())
@@ -638,6 +660,25 @@ mod tests {
             let want = reference(&c, text, s, e);
             assert_eq!(scan.holds(0, &c, text, s, e), want, "{word:?} in {text:?}");
             assert!(scan.whole[0].is_some());
+        }
+    }
+
+    /// Past sixteen words, the whole ASCII text is indexed by the automaton
+    /// (its cost does not grow with the words), with the same answers.
+    #[test]
+    fn many_words_index_the_whole_text_with_the_automaton() {
+        let mut words: Vec<String> = (0..16).map(|i| format!("filler{i}")).collect();
+        words.push("ab".into());
+        let c = Context::new(words, 4, 0).unwrap();
+        let groups = ContextGroups::new([Some(&c)]);
+        for (text, want) in [("x ab 1", true), ("xab 1", false)] {
+            let mut scan = ContextScan::of(Some(&groups), true);
+            scan.scanned = vec![usize::MAX / 2];
+            scan.whole = vec![None];
+            let (s, e) = (text.len() - 1, text.len());
+            assert_eq!(scan.holds(0, &c, text, s, e), want, "{text:?}");
+            assert_eq!(reference(&c, text, s, e), want, "{text:?}");
+            assert!(scan.whole[0].is_some() && scan.lower.is_none());
         }
     }
 
