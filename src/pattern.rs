@@ -8,6 +8,7 @@ pub mod cost;
 pub mod digits;
 pub mod ends;
 pub mod literals;
+pub mod steps;
 
 use regex_automata::meta::{self, Regex};
 use regex_automata::util::syntax;

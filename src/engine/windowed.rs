@@ -179,7 +179,7 @@ mod tests {
         for &(src, len, texts) in cases {
             let re = pattern::build(src).unwrap();
             let dfa = crate::pattern::ends::build(&[src]).unwrap();
-            let mut dfa_cache = dfa.create_cache();
+            let mut dfa_cache = crate::pattern::ends::PassCache::new(&dfa);
             let mut cache = re.create_cache();
             let rev = crate::pattern::build_reverse(src).unwrap();
             let mut rev_cache = rev.create_cache();

@@ -7,6 +7,7 @@
 //! check runs the same pass on its probes. Reads only the text it is given
 //! and keeps nothing of it.
 
+use super::steps::{self, Slow, Steps};
 use super::NEST_LIMIT;
 use regex_automata::hybrid::dfa::{Cache, Config, DFA};
 use regex_automata::nfa::thompson;
@@ -58,9 +59,58 @@ struct Node {
     halves: Option<[usize; 2]>,
 }
 
-/// The lazy-DFA caches of a [`Tree`]'s automata, one per node (for one
-/// search at a time).
-pub type TreeCaches = Vec<Option<Cache>>;
+/// The caches of a [`Tree`]'s automata, one per node (for one search at
+/// a time).
+pub type TreeCaches = Vec<Option<PassCache>>;
+
+/// What a pass over one automaton keeps between texts: the lazy DFA's
+/// cache and the table of the steps taken ([`Steps`]).
+#[derive(Debug, Clone)]
+pub struct PassCache {
+    lazy: Cache,
+    steps: Steps,
+    /// The two lanes' match states, kept for their memory ([`two_lanes`]).
+    pending: Vec<(usize, u32)>,
+    ones: Vec<(usize, u32)>,
+    /// How the last pass went, for tests to see that each way is taken.
+    #[cfg(test)]
+    lanes: Lanes,
+}
+
+/// How a pass read its text.
+#[cfg(test)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+enum Lanes {
+    /// One lane from the start (short text, or the lanes stopped short).
+    #[default]
+    One,
+    /// Two lanes that met at the middle.
+    Met,
+    /// Two lanes in different states at the middle: lane one read on.
+    Apart,
+    /// Lane two stopped (dead or quit, or the budget): lane one read on.
+    Alone,
+}
+
+impl PassCache {
+    /// Empty caches for `dfa`.
+    pub fn new(dfa: &DFA) -> Self {
+        Self {
+            lazy: dfa.create_cache(),
+            steps: Steps::new(dfa),
+            pending: Vec::new(),
+            ones: Vec::new(),
+            #[cfg(test)]
+            lanes: Lanes::One,
+        }
+    }
+
+    /// Forgets every state built.
+    fn reset(&mut self, dfa: &DFA) {
+        self.lazy.reset(dfa);
+        self.steps.flush();
+    }
+}
 
 /// What the passes of a [`Tree`] learnt. A set of search caches keeps one
 /// across decisions ([`Tree::run_into`]), so that a decision on a short
@@ -168,7 +218,7 @@ impl Tree {
     pub fn create_caches(&self) -> TreeCaches {
         self.nodes
             .iter()
-            .map(|n| n.dfa.as_ref().map(DFA::create_cache))
+            .map(|n| n.dfa.as_ref().map(PassCache::new))
             .collect()
     }
 
@@ -188,7 +238,7 @@ impl Tree {
     /// 35–43 ms).
     pub fn run(
         &self,
-        caches: &mut [Option<Cache>],
+        caches: &mut [Option<PassCache>],
         text: &str,
         lens: &[Option<usize>],
         base: usize,
@@ -202,7 +252,7 @@ impl Tree {
     /// [`Tree::run`] into `found`, whose lists' memory it reuses.
     pub fn run_into(
         &self,
-        caches: &mut [Option<Cache>],
+        caches: &mut [Option<PassCache>],
         text: &str,
         lens: &[Option<usize>],
         base: usize,
@@ -232,7 +282,7 @@ impl Tree {
     fn pass_of(
         &self,
         k: usize,
-        caches: &mut [Option<Cache>],
+        caches: &mut [Option<PassCache>],
         text: &str,
         lens: &[Option<usize>],
         budget: usize,
@@ -344,7 +394,13 @@ pub enum Pass {
 
 /// One overlapping pass of `dfa` over `text`. `lens[i]` is pattern `i`'s
 /// longest match when it is bounded (its stretches are recorded).
-pub fn pass(dfa: &DFA, cache: &mut Cache, text: &str, lens: &[Option<usize>], base: usize) -> Pass {
+pub fn pass(
+    dfa: &DFA,
+    cache: &mut PassCache,
+    text: &str,
+    lens: &[Option<usize>],
+    base: usize,
+) -> Pass {
     pass_within(dfa, cache, text, lens, base + text.len() / BYTES_PER_END)
 }
 
@@ -370,7 +426,7 @@ struct EndsMut<'a> {
 /// [`pass`] with a budget of ends: past it, [`Pass::Dense`].
 fn pass_within(
     dfa: &DFA,
-    cache: &mut Cache,
+    cache: &mut PassCache,
     text: &str,
     lens: &[Option<usize>],
     budget: usize,
@@ -394,83 +450,318 @@ fn pass_within(
     }
 }
 
+/// Texts shorter than this are read by one lane ([`two_lanes`]): the
+/// second lane's start and overlap cost more than it saves.
+const TWO_LANES_FROM: usize = 512;
+/// Most bytes lane two reads before the middle ([`two_lanes`]).
+const MAX_OVERLAP: usize = 256;
+
 /// One pass written into `out`, and how many ends it read.
 ///
-/// The automaton is stepped byte by byte here rather than through the
-/// library's overlapping search, which returns once per (pattern, end) and
-/// pays its set-up at every return: on text dense with values (a value of
-/// one of forty codons every ~25 bytes, two hundred ends a KiB) those
-/// returns were most of the pass. A match state's patterns are read at
-/// once; the ends and their order are the overlapping search's (each end
-/// in turn, its patterns in the state's order).
+/// The automaton is stepped byte by byte here, through the table of the
+/// steps it took ([`Steps`]), rather than through the library's
+/// overlapping search, which returns once per (pattern, end) and pays its
+/// set-up at every return: on text dense with values (a value of one of
+/// forty codons every ~25 bytes, two hundred ends a KiB) those returns
+/// were most of the pass. A match state's patterns are read at once; the
+/// ends and their order are the overlapping search's (each end in turn,
+/// its patterns in the state's order).
 fn pass_into(
     dfa: &DFA,
-    cache: &mut Cache,
+    cache: &mut PassCache,
     text: &str,
     lens: &[Option<usize>],
     budget: usize,
     mut out: EndsMut<'_>,
 ) -> (Outcome, usize) {
-    let bytes = text.as_bytes();
     let mut count = 0;
-    let Ok(mut sid) = dfa.start_state_forward(cache, &Input::new(text)) else {
+    #[cfg(test)]
+    {
+        cache.lanes = Lanes::One;
+    }
+    if let Some(outcome) = two_lanes(dfa, cache, text, lens, budget, &mut out, &mut count) {
+        return (outcome, count);
+    }
+    // No two lanes (a short text), or they stopped short of an answer:
+    // one lane reads the text afresh.
+    #[cfg(test)]
+    {
+        cache.lanes = Lanes::One;
+    }
+    out.clear();
+    count = 0;
+    let Ok(start) = dfa.start_state_forward(&mut cache.lazy, &Input::new(text)) else {
         return (Outcome::GaveUp, count);
     };
-    cache.search_start(0);
-    let mut at = 0;
-    while at < bytes.len() {
-        sid = match dfa.next_state(cache, sid, bytes[at]) {
-            Ok(next) => next,
-            Err(_) => return (Outcome::GaveUp, count),
-        };
-        if sid.is_tagged() {
-            if sid.is_match() {
-                // A match state is entered one byte after the match ends.
-                if !out.record(dfa, cache, sid, at, lens, budget, &mut count) {
-                    cache.search_finish(at);
-                    return (Outcome::Dense, count);
-                }
-            } else if sid.is_dead() {
-                cache.search_finish(at);
-                return (Outcome::Known, count);
-            } else if sid.is_quit() {
-                return (Outcome::GaveUp, count);
-            }
-            // A start state (tagged only with a prefilter, which this
-            // automaton has not) needs nothing.
+    cache.lazy.search_start(0);
+    let (start, _) = cache.steps.id(dfa, &cache.lazy, start);
+    let bytes = text.as_bytes();
+    let outcome = lane(
+        dfa,
+        cache,
+        bytes,
+        (0, start),
+        lens,
+        budget,
+        &mut out,
+        &mut count,
+    );
+    (outcome, count)
+}
+
+/// Steps the automaton from state `id` at `from` to the end of `bytes`
+/// and past it, recording every match state's ends into `out`.
+#[allow(clippy::too_many_arguments)]
+fn lane(
+    dfa: &DFA,
+    cache: &mut PassCache,
+    bytes: &[u8],
+    (from, mut id): (usize, u32),
+    lens: &[Option<usize>],
+    budget: usize,
+    out: &mut EndsMut<'_>,
+    count: &mut usize,
+) -> Outcome {
+    let PassCache { lazy, steps, .. } = cache;
+    for (at, &b) in bytes.iter().enumerate().skip(from) {
+        let mut next = steps.next(id, b);
+        if next == steps::UNKNOWN {
+            lazy.search_update(at);
+            next = match steps.next_or_step(dfa, lazy, id, b) {
+                // The table emptied: only the next state's id is needed.
+                Ok(next) | Err(Slow::Cleared(next)) => next,
+                Err(Slow::GaveUp) => return Outcome::GaveUp,
+            };
         }
-        at += 1;
-        cache.search_update(at);
+        if next & steps::FLAGS != 0 {
+            if next & steps::MATCH != 0 {
+                // A match state is entered one byte after the match ends.
+                if !out.record(steps.patterns(next), at, lens, budget, count) {
+                    lazy.search_finish(at);
+                    return Outcome::Dense;
+                }
+            } else if steps.is_dead(next) {
+                lazy.search_finish(at);
+                return Outcome::Known;
+            } else {
+                return Outcome::GaveUp;
+            }
+        }
+        id = next;
     }
-    sid = match dfa.next_eoi_state(cache, sid) {
-        Ok(next) => next,
-        Err(_) => return (Outcome::GaveUp, count),
+    let Some(last) = steps.lazy_of(id) else {
+        return Outcome::GaveUp;
     };
-    cache.search_finish(bytes.len());
-    if sid.is_match() && !out.record(dfa, cache, sid, bytes.len(), lens, budget, &mut count) {
-        return (Outcome::Dense, count);
+    let Ok(eoi) = dfa.next_eoi_state(lazy, last) else {
+        return Outcome::GaveUp;
+    };
+    lazy.search_finish(bytes.len());
+    if eoi.is_match() {
+        let (eoi, _) = steps.id(dfa, lazy, eoi);
+        if !out.record(steps.patterns(eoi), bytes.len(), lens, budget, count) {
+            return Outcome::Dense;
+        }
     }
-    (Outcome::Known, count)
+    Outcome::Known
+}
+
+/// The pass read by two lanes at once, each over about half the text;
+/// `None` when the text is too short for it or the lanes stopped short of
+/// an answer, with `out` and `count` then partly written.
+///
+/// Why: a step reads the next state from the current one, so one lane
+/// waits on the memory's latency at every byte; two independent lanes
+/// wait together.
+///
+/// Why it reads what one lane reads: lane one reads `[0, mid)` from the
+/// start state. Lane two starts `overlap` bytes before `mid` (the longest
+/// bounded pattern's length), from the start state its position's
+/// look-behind gives. Where both lanes are in the same state at `mid`,
+/// they step alike from there to the end (the automaton is
+/// deterministic): lane two's ends from `mid` on are one lane's, as are
+/// lane one's before `mid`. A match under way at `mid` that began before
+/// lane two did (an unbounded pattern's) leaves them in different
+/// states: lane one then reads on alone, as one lane would have. So does
+/// it when lane two stops (a dead or quit state, or more ends than the
+/// budget).
+///
+/// An id names a state only while the lazy DFA keeps its cache: if a
+/// step clears it, the other lane's state is gone, and `None` has one lane
+/// start afresh.
+#[allow(clippy::too_many_arguments)]
+fn two_lanes(
+    dfa: &DFA,
+    cache: &mut PassCache,
+    text: &str,
+    lens: &[Option<usize>],
+    budget: usize,
+    out: &mut EndsMut<'_>,
+    count: &mut usize,
+) -> Option<Outcome> {
+    let bytes = text.as_bytes();
+    let overlap = lens
+        .iter()
+        .flatten()
+        .copied()
+        .max()
+        .unwrap_or(0)
+        .min(MAX_OVERLAP);
+    if bytes.len() < TWO_LANES_FROM.max(4 * overlap) {
+        return None;
+    }
+    let mid = (bytes.len() + overlap) / 2;
+    let from = mid - overlap;
+    let start = dfa
+        .start_state_forward(&mut cache.lazy, &Input::new(text))
+        .ok()?;
+    let (mut one, _) = cache.steps.id(dfa, &cache.lazy, start);
+    let input = Input::new(text).range(from..);
+    let start = dfa.start_state_forward(&mut cache.lazy, &input).ok()?;
+    let (mut two, flushed) = cache.steps.id(dfa, &cache.lazy, start);
+    if flushed {
+        return None;
+    }
+    cache.lazy.search_start(0);
+    let mut pending = std::mem::take(&mut cache.pending);
+    let mut ones = std::mem::take(&mut cache.ones);
+    pending.clear();
+    ones.clear();
+    let PassCache { lazy, steps, .. } = &mut *cache;
+    let mut two_at_mid = None;
+    let mut alone = None;
+    let mut k = 0;
+    while k < mid {
+        if k == overlap {
+            two_at_mid = Some(two);
+        }
+        // Lane two's ends before `mid` are lane one's to report.
+        let end = if k < overlap { overlap } else { mid };
+        k = steps.run_two(
+            bytes,
+            (k, end, from),
+            &mut one,
+            &mut two,
+            &mut ones,
+            &mut pending,
+        );
+        if pending.first().is_some_and(|&(at, _)| at < mid) {
+            pending.retain(|&(at, _)| at >= mid);
+        }
+        for &(e, n) in &ones {
+            if !out.record(steps.patterns(n), e, lens, budget, count) {
+                lazy.search_finish(2 * k);
+                return Some(Outcome::Dense);
+            }
+        }
+        ones.clear();
+        // Each pending state holds an end at least: past the budget, lane
+        // one finds the text dense alone.
+        if pending.len() > budget {
+            alone = Some((k, one));
+            break;
+        }
+        if k == end {
+            continue;
+        }
+        // A step the table does not know, or a stop: taken here. A clear
+        // lost the other lane's state.
+        let at = from + k;
+        lazy.search_update(2 * k);
+        let lost = |slow| match slow {
+            Slow::Cleared(_) => None,
+            Slow::GaveUp => Some(Outcome::GaveUp),
+        };
+        let n1 = match steps.next_or_step(dfa, lazy, one, bytes[k]) {
+            Ok(next) => next,
+            Err(slow) => return lost(slow),
+        };
+        // Lane one's step may have been this one.
+        let n2 = match steps.next_or_step(dfa, lazy, two, bytes[at]) {
+            Ok(next) => next,
+            Err(slow) => return lost(slow),
+        };
+        if n1 & steps::MATCH != 0 {
+            if !out.record(steps.patterns(n1), k, lens, budget, count) {
+                lazy.search_finish(2 * k);
+                return Some(Outcome::Dense);
+            }
+        } else if n1 & steps::STOP != 0 {
+            if steps.is_dead(n1) {
+                lazy.search_finish(2 * k);
+                return Some(Outcome::Known);
+            }
+            return Some(Outcome::GaveUp);
+        }
+        if n2 & steps::MATCH != 0 && at >= mid {
+            pending.push((at, n2));
+        }
+        if n2 & steps::STOP != 0 {
+            alone = Some((k + 1, n1));
+            break;
+        }
+        (one, two) = (n1, n2);
+        k += 1;
+    }
+    #[cfg(test)]
+    {
+        cache.lanes = match alone {
+            Some(_) => Lanes::Alone,
+            None if two_at_mid != Some(one) => Lanes::Apart,
+            None => Lanes::Met,
+        };
+    }
+    let outcome = match alone {
+        Some(lane_one) => lane(dfa, cache, bytes, lane_one, lens, budget, out, count),
+        None if two_at_mid != Some(one) => {
+            lane(dfa, cache, bytes, (mid, one), lens, budget, out, count)
+        }
+        None => {
+            let replayed = pending
+                .iter()
+                .all(|&(at, n)| out.record(cache.steps.patterns(n), at, lens, budget, count));
+            if replayed {
+                lane(
+                    dfa,
+                    cache,
+                    bytes,
+                    (from + mid, two),
+                    lens,
+                    budget,
+                    out,
+                    count,
+                )
+            } else {
+                cache.lazy.search_finish(2 * mid);
+                Outcome::Dense
+            }
+        }
+    };
+    (cache.pending, cache.ones) = (pending, ones);
+    Some(outcome)
 }
 
 impl EndsMut<'_> {
-    /// Records every pattern of match state `sid` as ending at `e`;
-    /// `false` once `count` passes `budget` (or on a pattern the pass
-    /// does not know, which cannot happen).
-    #[allow(clippy::too_many_arguments)]
+    /// Forgets what a pass wrote.
+    fn clear(&mut self) {
+        self.seen.fill(false);
+        self.stretches.iter_mut().for_each(Vec::clear);
+        self.ends.iter_mut().for_each(Vec::clear);
+    }
+
+    /// Records each of `patterns` as ending at `e`; `false` once `count`
+    /// passes `budget` (or on a pattern the pass does not know, which
+    /// cannot happen).
     fn record(
         &mut self,
-        dfa: &DFA,
-        cache: &Cache,
-        sid: regex_automata::hybrid::LazyStateID,
+        patterns: &[u32],
         e: usize,
         lens: &[Option<usize>],
         budget: usize,
         count: &mut usize,
     ) -> bool {
-        for k in 0..dfa.match_len(cache, sid) {
+        for &i in patterns {
             *count += 1;
-            let i = dfa.match_pattern(cache, sid, k).as_usize();
+            let i = i as usize;
             if *count > budget || i >= lens.len() {
                 return false;
             }
@@ -507,7 +798,7 @@ pub(crate) mod tests {
     #[test]
     fn the_pass_reports_every_pattern_and_the_stretches_before_its_ends() {
         let d = dfa(&["[0-9]{3}", "ab", "zz"]);
-        let mut cache = d.create_cache();
+        let mut cache = PassCache::new(&d);
         let text = "x1234 ab ab";
         let lens = [Some(3), Some(2), Some(2)];
         let ends = known(pass(&d, &mut cache, text, &lens, ENDS_BASE));
@@ -557,7 +848,7 @@ pub(crate) mod tests {
         ) {
             let srcs = [r"(?-u:\b)a+(?-u:\b)", "[0-9]", "a[ab]?", r"(?:^|[^0-9])1(?:$|[^0-9])", "b$", r"^\s*a"];
             let d = dfa(&srcs);
-            let mut cache = d.create_cache();
+            let mut cache = PassCache::new(&d);
             let lens = vec![Some(64); srcs.len()];
             let ends = known(pass(&d, &mut cache, &text, &lens, 1 << 20));
             let mut want = vec![Vec::new(); srcs.len()];
@@ -572,10 +863,113 @@ pub(crate) mod tests {
         }
     }
 
+    /// A DFA whose cache holds few states and never gives up: it clears
+    /// again and again on any text that meets many states.
+    fn small_cache_dfa(srcs: &[&str]) -> DFA {
+        DFA::builder()
+            .configure(
+                Config::new()
+                    .match_kind(MatchKind::All)
+                    .cache_capacity(0)
+                    .skip_cache_capacity_check(true)
+                    .minimum_cache_clear_count(None),
+            )
+            .build_many(srcs)
+            .unwrap()
+    }
+
+    /// Every (pattern, end) of `text`, per pattern, as the library's
+    /// overlapping search reports them.
+    fn ends_per_pattern(d: &DFA, text: &str, patterns: usize) -> (Vec<Vec<usize>>, usize) {
+        let mut want = vec![Vec::new(); patterns];
+        let all = overlapping_ends(d, text);
+        for &(i, e) in &all {
+            want[i].push(e);
+        }
+        (want, all.len())
+    }
+
+    /// Patterns for the two-lane tests: `1[ab ]*-` keeps a match under way
+    /// across any run of `a`, `b` and spaces, so lane two, starting in one,
+    /// is in another state than lane one at the middle.
+    const LANE_PATTERNS: [&str; 6] = [
+        r"(?-u:\b)a+(?-u:\b)",
+        "[0-9]",
+        "a[ab]?",
+        r"1[ab ]*-",
+        "b$",
+        r"^\s*a",
+    ];
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+        /// On texts long enough for two lanes, the pass still reads exactly
+        /// the overlapping search's ends, whether the lanes meet at the
+        /// middle or not, and whatever the cache clears on the way.
+        #[test]
+        fn two_lanes_read_the_ends_one_lane_reads(
+            head in "[ab1 \\-]{200,700}",
+            run in "[ab ]{0,400}",
+            tail in "[ab1 \\-]{200,700}",
+            small in proptest::bool::ANY,
+        ) {
+            let text = format!("{head}{run}{tail}");
+            let d = if small { small_cache_dfa(&LANE_PATTERNS) } else { dfa(&LANE_PATTERNS) };
+            let mut cache = PassCache::new(&d);
+            let lens = vec![Some(64); LANE_PATTERNS.len()];
+            let ends = known(pass(&d, &mut cache, &text, &lens, 1 << 20));
+            let (want, count) = ends_per_pattern(&d, &text, LANE_PATTERNS.len());
+            proptest::prop_assert_eq!(&ends.ends, &want);
+            proptest::prop_assert_eq!(ends.count, count);
+        }
+    }
+
+    #[test]
+    fn each_way_of_the_two_lanes_reads_the_ends_one_lane_reads() {
+        let d = dfa(&LANE_PATTERNS);
+        let lens = vec![Some(64); LANE_PATTERNS.len()];
+        let check = |cache: &mut PassCache, text: &str, budget: usize| {
+            let (want, count) = ends_per_pattern(&d, text, LANE_PATTERNS.len());
+            match pass(&d, cache, text, &lens, budget) {
+                Pass::Known(ends) => {
+                    assert_eq!(ends.ends, want);
+                    assert_eq!(ends.count, count);
+                }
+                Pass::Dense => assert!(count > budget + text.len() / BYTES_PER_END),
+                Pass::GaveUp => panic!("gave up"),
+            }
+            cache.lanes
+        };
+        let mut cache = PassCache::new(&d);
+        let plain = "ab 1 a-b ".repeat(120);
+        // The table learns the states on the first pass; both meet.
+        let all = 1 << 20;
+        assert_eq!(check(&mut cache, &plain, all), Lanes::Met);
+        assert_eq!(check(&mut cache, &plain, all), Lanes::Met);
+        // A match under way from the start across the middle.
+        let across = format!("1{}-", "ab ".repeat(400));
+        assert_eq!(check(&mut cache, &across, all), Lanes::Apart);
+        // More ends past the middle than the budget: lane two stops.
+        let dense = format!("{}{}", "-".repeat(600), "a".repeat(600));
+        assert_eq!(check(&mut cache, &dense, 0), Lanes::Alone);
+        // A short text: one lane.
+        assert_eq!(check(&mut cache, "ab 1 a-b", all), Lanes::One);
+        // A cache that clears at nearly every new state: the lanes stop
+        // short, and one lane reads the text afresh.
+        let d = small_cache_dfa(&LANE_PATTERNS);
+        let mut cache = PassCache::new(&d);
+        let ends = known(pass(&d, &mut cache, &plain, &lens, all));
+        assert_eq!(cache.lanes, Lanes::One);
+        assert_eq!(
+            ends.ends,
+            ends_per_pattern(&d, &plain, LANE_PATTERNS.len()).0
+        );
+    }
+
     #[test]
     fn a_text_denser_in_ends_than_the_budget_stops_the_pass() {
         let d = dfa(&["a", "[ab]"]);
-        let mut cache = d.create_cache();
+        let mut cache = PassCache::new(&d);
         let lens = [Some(1), Some(1)];
         // One end every four bytes, plus the base: within the budget.
         let b = "bccc".repeat(ENDS_BASE);
@@ -723,7 +1117,7 @@ pub(crate) mod tests {
             .collect();
         let srcs: Vec<&str> = srcs.iter().map(String::as_str).collect();
         let d = build(&srcs).unwrap();
-        let mut cache = d.create_cache();
+        let mut cache = PassCache::new(&d);
         let text = random_letters(1, 1 << 20);
         let lens = vec![None; srcs.len()];
         assert!(matches!(
