@@ -70,8 +70,8 @@ pub struct PassCache {
     lazy: Cache,
     steps: Steps,
     /// The two lanes' match states, kept for their memory ([`two_lanes`]).
-    pending: Vec<(usize, u32)>,
-    ones: Vec<(usize, u32)>,
+    pending: Vec<(usize, steps::Id)>,
+    ones: Vec<(usize, steps::Id)>,
     /// How the last pass went, for tests to see that each way is taken.
     #[cfg(test)]
     lanes: Lanes,
@@ -516,7 +516,7 @@ fn lane(
     dfa: &DFA,
     cache: &mut PassCache,
     bytes: &[u8],
-    (from, mut id): (usize, u32),
+    (from, mut id): (usize, steps::Id),
     lens: &[Option<usize>],
     budget: usize,
     out: &mut EndsMut<'_>,
@@ -905,17 +905,21 @@ pub(crate) mod tests {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
         /// On texts long enough for two lanes, the pass still reads exactly
         /// the overlapping search's ends, whether the lanes meet at the
-        /// middle or not, and whatever the cache clears on the way.
+        /// middle or not, and whatever the cache clears, or the table of
+        /// steps empties, on the way.
         #[test]
         fn two_lanes_read_the_ends_one_lane_reads(
             head in "[ab1 \\-]{200,700}",
             run in "[ab ]{0,400}",
             tail in "[ab1 \\-]{200,700}",
             small in proptest::bool::ANY,
+            table in proptest::option::of(1usize..6),
         ) {
             let text = format!("{head}{run}{tail}");
             let d = if small { small_cache_dfa(&LANE_PATTERNS) } else { dfa(&LANE_PATTERNS) };
-            let mut cache = PassCache::new(&d);
+            // A table of a few states empties again and again.
+            let steps = table.map_or_else(|| Steps::new(&d), |n| Steps::with_limit(&d, n));
+            let mut cache = PassCache { steps, ..PassCache::new(&d) };
             let lens = vec![Some(64); LANE_PATTERNS.len()];
             let ends = known(pass(&d, &mut cache, &text, &lens, 1 << 20));
             let (want, count) = ends_per_pattern(&d, &text, LANE_PATTERNS.len());

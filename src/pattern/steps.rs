@@ -9,8 +9,8 @@
 //! its patterns are read back through the cache's state list at every
 //! end. On text dense with values (forty codons, an end every ten bytes)
 //! that made each lane of the pass wait on the cache at every byte and
-//! every end. Here a step is `table[id + class]`, match states included,
-//! and their patterns sit in their row.
+//! every end. Here a step is `table[(id << shift) + class]`, match states
+//! included, and their patterns are a list beside the table.
 //!
 //! The copy holds only while the lazy DFA's cache does: its state ids name
 //! other states once it clears. [`Steps::id`] empties the table after a
@@ -20,29 +20,33 @@ use regex_automata::hybrid::dfa::{Cache, DFA};
 use regex_automata::hybrid::LazyStateID;
 use std::collections::HashMap;
 
+/// A state's id in the table: its number, with [`MATCH`] or [`STOP`].
+pub type Id = u16;
 /// A transition the table has not taken yet.
-pub const UNKNOWN: u32 = u32::MAX;
+pub const UNKNOWN: Id = Id::MAX;
 /// Flag of a state where patterns end (a match state).
-pub const MATCH: u32 = 1 << 31;
+pub const MATCH: Id = 1 << 15;
 /// Flag of a state the pass stops in (dead, or quit on a byte it cannot
 /// read).
-pub const STOP: u32 = 1 << 30;
-/// Both flags: what is left of an id is its row's place in the table.
-pub const FLAGS: u32 = MATCH | STOP;
-/// A row's first entries: where its patterns start and end in
-/// `patterns`; its transitions follow, one per byte class.
-const META: usize = 2;
-/// Most entries of the table (512 KiB): past it, it empties and starts
-/// again (the lazy DFA's own cache gives up well before on text that
-/// keeps building states).
-pub const CAPACITY: usize = 128 << 10;
+pub const STOP: Id = 1 << 14;
+/// Both flags: what is left of an id is its state's number.
+pub const FLAGS: Id = MATCH | STOP;
+/// Most states the table holds: past them (or past [`CAPACITY`] entries),
+/// it empties and starts again (the lazy DFA's own cache gives up well
+/// before on text that keeps building states). One less than the flags
+/// leave, so that no id is [`UNKNOWN`].
+const MAX_STATES: usize = (1 << 14) - 1;
+/// Most entries of the table (512 KiB, as the lazy DFA's cache: at two
+/// bytes an entry, it holds more states than that cache, which clears
+/// first).
+pub const CAPACITY: usize = 256 << 10;
 
 /// Why a step left the table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Slow {
     /// The table emptied (the lazy DFA cleared its cache, or the table was
     /// full): every id but this one, the step's next state, is gone.
-    Cleared(u32),
+    Cleared(Id),
     /// The lazy DFA gave up.
     GaveUp,
 }
@@ -50,36 +54,49 @@ pub enum Slow {
 /// The table, for one automaton and its cache.
 #[derive(Debug, Clone)]
 pub struct Steps {
-    /// Each byte's place in a row: its class, after the row's meta.
-    places: [u16; 256],
-    /// Entries per row.
-    row: usize,
-    /// Rows, one per state met: meta, then transitions (ids, or
-    /// [`UNKNOWN`]).
-    table: Vec<u32>,
-    /// Each row's state in the lazy DFA, by row number.
+    /// Each byte's class: its place in a row.
+    classes: [u8; 256],
+    /// A row holds `1 << shift` entries (the alphabet, rounded up to a
+    /// power of two: a state's row is found with a shift, not a multiply,
+    /// at every byte).
+    shift: u32,
+    /// Rows, one per state met: its transitions (ids, or [`UNKNOWN`]). Two
+    /// bytes an entry, so that the rows a text meets stay in the fastest
+    /// cache (forty codons on dense values meet 177 states).
+    table: Vec<Id>,
+    /// Per state: its state in the lazy DFA.
     lazy: Vec<LazyStateID>,
-    /// Row of each lazy state met.
-    ids: HashMap<LazyStateID, u32>,
-    /// The patterns of every match state met, row after row.
+    /// Per state: where its patterns start and end in `patterns`.
+    ends: Vec<(u32, u32)>,
+    /// The state of each lazy state met.
+    ids: HashMap<LazyStateID, Id>,
+    /// The patterns of every match state met, state after state.
     patterns: Vec<u32>,
     /// The cache's clear count the table holds for.
     clears: usize,
+    /// Most states it holds ([`MAX_STATES`], or fewer for [`CAPACITY`]).
+    max_states: usize,
 }
 
 impl Steps {
     /// An empty table for `dfa`.
     pub fn new(dfa: &DFA) -> Self {
-        let classes = dfa.byte_classes();
-        let mut places = [0u16; 256];
-        for (b, place) in (0..=255u8).zip(places.iter_mut()) {
-            *place = u16::from(classes.get(b)) + META as u16;
+        let byte_classes = dfa.byte_classes();
+        let mut classes = [0u8; 256];
+        for (b, class) in (0..=255u8).zip(classes.iter_mut()) {
+            *class = byte_classes.get(b);
         }
+        let shift = byte_classes
+            .alphabet_len()
+            .next_power_of_two()
+            .trailing_zeros();
         Self {
-            places,
-            row: META + classes.alphabet_len(),
+            classes,
+            shift,
+            max_states: MAX_STATES.min(CAPACITY >> shift),
             table: Vec::new(),
             lazy: Vec::new(),
+            ends: Vec::new(),
             ids: HashMap::new(),
             patterns: Vec::new(),
             clears: 0,
@@ -90,6 +107,7 @@ impl Steps {
     pub fn flush(&mut self) {
         self.table.clear();
         self.lazy.clear();
+        self.ends.clear();
         self.ids.clear();
         self.patterns.clear();
     }
@@ -108,16 +126,15 @@ impl Steps {
     /// The id of lazy state `sid` (read from `cache` just now), with
     /// whether the table emptied first: the ids taken before are then
     /// gone.
-    pub fn id(&mut self, dfa: &DFA, cache: &Cache, sid: LazyStateID) -> (u32, bool) {
+    pub fn id(&mut self, dfa: &DFA, cache: &Cache, sid: LazyStateID) -> (Id, bool) {
         let mut flushed = self.sync(cache);
         if let Some(&id) = self.ids.get(&sid) {
             return (id, flushed);
         }
-        if self.table.len() + self.row > CAPACITY {
+        if self.lazy.len() >= self.max_states {
             self.flush();
             flushed = true;
         }
-        let at = self.table.len();
         let start = self.patterns.len();
         if sid.is_match() {
             for k in 0..dfa.match_len(cache, sid) {
@@ -125,13 +142,14 @@ impl Steps {
                     .push(dfa.match_pattern(cache, sid, k).as_u32());
             }
         }
-        // Both fit: the table holds fewer than 2³⁰ entries, and each
-        // state's patterns are the automaton's (at most 2³¹ of them).
-        let meta = [start, self.patterns.len()].map(|p| u32::try_from(p).unwrap_or(0));
-        self.table.extend_from_slice(&meta);
-        self.table.resize(at + self.row, UNKNOWN);
+        // Both fit: a state's patterns are the automaton's (fewer than 2³¹),
+        // and the table holds at most 2¹⁴ states.
+        let [start, end] = [start, self.patterns.len()].map(|p| u32::try_from(p).unwrap_or(0));
+        let mut id = Id::try_from(self.lazy.len()).unwrap_or(0);
+        self.table
+            .resize(self.table.len() + (1 << self.shift), UNKNOWN);
         self.lazy.push(sid);
-        let mut id = u32::try_from(at).unwrap_or(0);
+        self.ends.push((start, end));
         if sid.is_match() {
             id |= MATCH;
         } else if sid.is_dead() || sid.is_quit() {
@@ -141,12 +159,20 @@ impl Steps {
         (id, flushed)
     }
 
+    /// Where the step from state `id` on `byte` is in the table.
+    #[inline]
+    fn at(&self, id: Id, byte: u8) -> usize {
+        (usize::from(id & !FLAGS) << self.shift) + usize::from(self.classes[usize::from(byte)])
+    }
+
     /// The next state's id after `byte` from state `id` (an id of this
     /// table), or [`UNKNOWN`] when the table has not taken that step.
     #[inline]
-    pub fn next(&self, id: u32, byte: u8) -> u32 {
-        let at = (id & !FLAGS) as usize + usize::from(self.places[usize::from(byte)]);
-        self.table.get(at).copied().unwrap_or(UNKNOWN)
+    pub fn next(&self, id: Id, byte: u8) -> Id {
+        self.table
+            .get(self.at(id, byte))
+            .copied()
+            .unwrap_or(UNKNOWN)
     }
 
     /// The next state's id after `byte` from state `id`: from the table,
@@ -155,9 +181,9 @@ impl Steps {
         &mut self,
         dfa: &DFA,
         cache: &mut Cache,
-        id: u32,
+        id: Id,
         byte: u8,
-    ) -> Result<u32, Slow> {
+    ) -> Result<Id, Slow> {
         let known = self.next(id, byte);
         if known != UNKNOWN {
             return Ok(known);
@@ -170,7 +196,7 @@ impl Steps {
         if flushed {
             return Err(Slow::Cleared(next));
         }
-        let at = (id & !FLAGS) as usize + usize::from(self.places[usize::from(byte)]);
+        let at = self.at(id, byte);
         if let Some(entry) = self.table.get_mut(at) {
             *entry = next;
         }
@@ -189,20 +215,20 @@ impl Steps {
         &self,
         bytes: &[u8],
         (mut k, end, from): (usize, usize, usize),
-        one: &mut u32,
-        two: &mut u32,
-        ones: &mut Vec<(usize, u32)>,
-        twos: &mut Vec<(usize, u32)>,
+        one: &mut Id,
+        two: &mut Id,
+        ones: &mut Vec<(usize, Id)>,
+        twos: &mut Vec<(usize, Id)>,
     ) -> usize {
         // Locals, so that the states stay in registers.
-        let (table, places) = (self.table.as_slice(), &self.places);
+        let (table, classes, shift) = (self.table.as_slice(), &self.classes, self.shift);
         let (mut a, mut b) = (*one, *two);
         while k < end {
             let (Some(&b1), Some(&b2)) = (bytes.get(k), bytes.get(from + k)) else {
                 break;
             };
-            let i1 = (a & !FLAGS) as usize + usize::from(places[usize::from(b1)]);
-            let i2 = (b & !FLAGS) as usize + usize::from(places[usize::from(b2)]);
+            let i1 = (usize::from(a & !FLAGS) << shift) + usize::from(classes[usize::from(b1)]);
+            let i2 = (usize::from(b & !FLAGS) << shift) + usize::from(classes[usize::from(b2)]);
             let n1 = table.get(i1).copied().unwrap_or(UNKNOWN);
             let n2 = table.get(i2).copied().unwrap_or(UNKNOWN);
             if (n1 | n2) & FLAGS != 0 {
@@ -224,27 +250,36 @@ impl Steps {
         k
     }
 
+    /// A table that holds at most `states` states, for tests of how it
+    /// empties when full.
+    #[cfg(test)]
+    pub fn with_limit(dfa: &DFA, states: usize) -> Self {
+        Self {
+            max_states: states,
+            ..Self::new(dfa)
+        }
+    }
+
     /// The lazy state of id `id`.
-    pub fn lazy_of(&self, id: u32) -> Option<LazyStateID> {
-        self.lazy.get((id & !FLAGS) as usize / self.row).copied()
+    pub fn lazy_of(&self, id: Id) -> Option<LazyStateID> {
+        self.lazy.get(usize::from(id & !FLAGS)).copied()
     }
 
     /// The patterns that end in state `id` (none unless it has [`MATCH`]).
     #[inline]
-    pub fn patterns(&self, id: u32) -> &[u32] {
-        let at = (id & !FLAGS) as usize;
-        match self.table.get(at..at + META) {
-            Some(&[start, end]) => self
+    pub fn patterns(&self, id: Id) -> &[u32] {
+        match self.ends.get(usize::from(id & !FLAGS)) {
+            Some(&(start, end)) => self
                 .patterns
                 .get(start as usize..end as usize)
                 .unwrap_or_default(),
-            _ => &[],
+            None => &[],
         }
     }
 
     /// Whether state `id` (with [`STOP`]) is the dead state: no pattern
     /// can match from it (else it is the quit state: the pass gives up).
-    pub fn is_dead(&self, id: u32) -> bool {
+    pub fn is_dead(&self, id: Id) -> bool {
         self.lazy_of(id).is_some_and(|s| s.is_dead())
     }
 }
