@@ -89,6 +89,9 @@ pub struct CompiledPattern {
     /// is longer: the engine then searches only the stretches that end
     /// where the combined pass saw this pattern's matches end.
     pub max_len: Option<usize>,
+    /// The length in bytes of every match, when they all have one (and it
+    /// is not zero): a match ending at a known end starts that far before.
+    pub fixed_len: Option<usize>,
     /// The longest run of ASCII digits every match holds, at least
     /// ([`digits::min_run`]): a text without so long a run cannot match.
     pub digit_run: usize,
@@ -168,11 +171,12 @@ pub fn compile(pattern: &str, flags: &[Flag]) -> Result<CompiledPattern, String>
         .and_then(required_bytes)
         .map(|set| (0..=255u8).filter(|b| set[usize::from(*b)]).collect());
     let literals = filter_hir.as_ref().and_then(literals::required);
-    let max_len = parse(&exact_src).and_then(|hir| {
+    let lens = parse(&exact_src).map(|hir| {
         let props = hir.properties();
-        props.minimum_len().filter(|&n| n > 0)?;
-        props.maximum_len()
+        (props.minimum_len().filter(|&n| n > 0), props.maximum_len())
     });
+    let max_len = lens.and_then(|(min, max)| min.and(max));
+    let fixed_len = lens.and_then(|(min, max)| min.filter(|&n| Some(n) == max));
     let digit_run = parse(&exact_src).map_or(0, |hir| digits::min_run(&hir));
     Ok(CompiledPattern {
         exact,
@@ -183,6 +187,7 @@ pub fn compile(pattern: &str, flags: &[Flag]) -> Result<CompiledPattern, String>
         required,
         literals,
         max_len,
+        fixed_len,
         digit_run,
     })
 }

@@ -48,6 +48,8 @@ struct Matcher {
     /// For a pattern of bounded length, its reverse lazy DFA: a stretch
     /// with one reported end left is searched backward from it alone.
     rev: Option<regex_automata::hybrid::dfa::DFA>,
+    /// The length of every match, when they all have one.
+    fixed_len: Option<usize>,
     validator: Validator,
     /// Sources of the exact and boundary-free forms, for the streaming
     /// liveness automata (built only when a pack is first streamed).
@@ -64,6 +66,7 @@ impl Matcher {
             required: p.required.clone(),
             digit_run: p.digit_run,
             rev: p.max_len.and_then(|_| pattern::build_reverse(&p.exact_src)),
+            fixed_len: p.fixed_len,
             validator,
             exact_src: p.exact_src.clone(),
             filter_src: p.filter_regex.as_ref().map(|_| p.filter.clone()),
@@ -494,6 +497,9 @@ impl Evaluator {
                             stretches: self.stretches(i, text, e.stretches.get(i)?, ascii)?,
                             ends: e.ends.get(i)?,
                             len: self.max_lens.get(i).copied().flatten()?,
+                            // Only the pass over ASCII text reports the
+                            // ends of exact matches.
+                            fixed: self.matchers[i].fixed_len.filter(|_| ascii),
                         })
                     });
                 found[i] = self.find_all(i, text, ascii, caches, near, &mut scan);

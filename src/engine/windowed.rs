@@ -55,6 +55,11 @@ pub(super) struct Near<'a> {
     pub stretches: Cow<'a, [(usize, usize)]>,
     pub ends: &'a [usize],
     pub len: usize,
+    /// The length of every match, when they all have one and the ends are
+    /// those of exact matches (the pass over ASCII text, which runs each
+    /// pattern with ASCII word boundaries: on ASCII text, the exact
+    /// pattern).
+    pub fixed: Option<usize>,
 }
 
 /// The pattern's leftmost-first matches in `text`, searched only in the
@@ -67,6 +72,10 @@ pub(super) struct Near<'a> {
 /// the search meets the same leftmost-first match; and with no end past
 /// `pos` in the stretch, no match is left there (a whole-text search would
 /// end each stretch with a search that finds nothing).
+///
+/// With `fixed` (every match `len` bytes long, and the ends those of exact
+/// matches), a single end left in a stretch is a match's end: its start is
+/// `len` bytes before, and no search is needed.
 ///
 /// `gate(a, b)` says whether a match within `text[a..b]` can count; where
 /// it says no for the last reported end of a stretch, the match ending
@@ -107,6 +116,18 @@ pub(super) fn search(
             let single = found.ends.get(k + 1).is_none_or(|&e| e > b);
             if single && !gate(from, next) {
                 break;
+            }
+            // Every match has `len` bytes and one ends at `next`: it is the
+            // one, if it starts after the last.
+            if let (true, Some(len)) = (single, found.fixed) {
+                match next.checked_sub(len).filter(|&s| s >= pos) {
+                    Some(s) => {
+                        out.push((s, next));
+                        pos = next;
+                        continue;
+                    }
+                    None => break,
+                }
             }
             if let (true, Some((dfa, rc))) = (single, rev.as_mut()) {
                 let input = Input::new(text).range(from..next).anchored(Anchored::Yes);
@@ -175,6 +196,13 @@ mod tests {
                 &["a12a3 a4567", "aaaa1", "a1a1a1a1", "xa999a"],
             ),
             ("é[a-z]{2}", 4, &["éabéc éxyz", "aéééabc"]),
+            // Every match four bytes long: a single end is a match's end.
+            (
+                r"(?-u:\b)[A-Z][0-9]{3}(?-u:\b)",
+                4,
+                &["A123 B4567 C890", "AA123 A12 Z999x Q000", "B1234 C123"],
+            ),
+            ("[0-9]{3}", 3, &["1 22 333 4444 55555 666"]),
         ];
         for &(src, len, texts) in cases {
             let re = pattern::build(src).unwrap();
@@ -201,10 +229,11 @@ mod tests {
                         (s, e)
                     })
                     .collect();
-                let found = Near {
+                let mut found = Near {
                     stretches: Cow::Owned(stretches),
                     ends: &ends.ends[0],
                     len,
+                    fixed: None,
                 };
                 assert_eq!(
                     search(&re, &mut cache, None, text, &found, &mut |_, _| true),
@@ -223,6 +252,17 @@ mod tests {
                     want,
                     "{src} on {text:?}, backward from single ends"
                 );
+                // The pass here runs the exact pattern: its ends are those
+                // of exact matches.
+                let props = regex_syntax::parse(src).unwrap().properties().clone();
+                if props.minimum_len() == props.maximum_len() {
+                    found.fixed = Some(len);
+                    assert_eq!(
+                        search(&re, &mut cache, None, text, &found, &mut |_, _| true),
+                        want,
+                        "{src} on {text:?}, of fixed length"
+                    );
+                }
             }
         }
     }
