@@ -63,6 +63,10 @@ struct Node {
 /// a time).
 pub type TreeCaches = Vec<Option<PassCache>>;
 
+/// Match states a lane entered, each with the position of the byte that
+/// entered it.
+type Entered = Vec<(usize, steps::Id)>;
+
 /// What a pass over one automaton keeps between texts: the lazy DFA's
 /// cache and the table of the steps taken ([`Steps`]).
 #[derive(Debug, Clone)]
@@ -70,8 +74,8 @@ pub struct PassCache {
     lazy: Cache,
     steps: Steps,
     /// The two lanes' match states, kept for their memory ([`two_lanes`]).
-    pending: Vec<(usize, steps::Id)>,
-    ones: Vec<(usize, steps::Id)>,
+    pending: Entered,
+    ones: Entered,
     /// How the last pass went, for tests to see that each way is taken.
     #[cfg(test)]
     lanes: Lanes,
@@ -484,10 +488,6 @@ fn pass_into(
     }
     // No two lanes (a short text), or they stopped short of an answer:
     // one lane reads the text afresh.
-    #[cfg(test)]
-    {
-        cache.lanes = Lanes::One;
-    }
     out.clear();
     count = 0;
     let Ok(start) = dfa.start_state_forward(&mut cache.lazy, &Input::new(text)) else {
@@ -614,18 +614,52 @@ fn two_lanes(
     let start = dfa
         .start_state_forward(&mut cache.lazy, &Input::new(text))
         .ok()?;
-    let (mut one, _) = cache.steps.id(dfa, &cache.lazy, start);
+    let (one, _) = cache.steps.id(dfa, &cache.lazy, start);
     let input = Input::new(text).range(from..);
     let start = dfa.start_state_forward(&mut cache.lazy, &input).ok()?;
-    let (mut two, flushed) = cache.steps.id(dfa, &cache.lazy, start);
+    let (two, flushed) = cache.steps.id(dfa, &cache.lazy, start);
     if flushed {
         return None;
     }
     cache.lazy.search_start(0);
+    // The lists keep their memory across passes, whichever way this one
+    // ends.
     let mut pending = std::mem::take(&mut cache.pending);
     let mut ones = std::mem::take(&mut cache.ones);
     pending.clear();
     ones.clear();
+    let bufs = (&mut pending, &mut ones);
+    let outcome = lanes_from(
+        dfa,
+        cache,
+        bytes,
+        (one, two),
+        (overlap, mid, from),
+        lens,
+        budget,
+        out,
+        count,
+        bufs,
+    );
+    (cache.pending, cache.ones) = (pending, ones);
+    outcome
+}
+
+/// [`two_lanes`] from the lanes' start states `one` and `two`, with
+/// `pending` and `ones` (empty) for the match states they meet.
+#[allow(clippy::too_many_arguments)]
+fn lanes_from(
+    dfa: &DFA,
+    cache: &mut PassCache,
+    bytes: &[u8],
+    (mut one, mut two): (steps::Id, steps::Id),
+    (overlap, mid, from): (usize, usize, usize),
+    lens: &[Option<usize>],
+    budget: usize,
+    out: &mut EndsMut<'_>,
+    count: &mut usize,
+    (pending, ones): (&mut Entered, &mut Entered),
+) -> Option<Outcome> {
     let PassCache { lazy, steps, .. } = &mut *cache;
     let mut two_at_mid = None;
     let mut alone = None;
@@ -636,18 +670,11 @@ fn two_lanes(
         }
         // Lane two's ends before `mid` are lane one's to report.
         let end = if k < overlap { overlap } else { mid };
-        k = steps.run_two(
-            bytes,
-            (k, end, from),
-            &mut one,
-            &mut two,
-            &mut ones,
-            &mut pending,
-        );
+        k = steps.run_two(bytes, (k, end, from), &mut one, &mut two, ones, pending);
         if pending.first().is_some_and(|&(at, _)| at < mid) {
             pending.retain(|&(at, _)| at >= mid);
         }
-        for &(e, n) in &ones {
+        for &(e, n) in ones.iter() {
             if !out.record(steps.patterns(n), e, lens, budget, count) {
                 lazy.search_finish(2 * k);
                 return Some(Outcome::Dense);
@@ -736,7 +763,6 @@ fn two_lanes(
             }
         }
     };
-    (cache.pending, cache.ones) = (pending, ones);
     Some(outcome)
 }
 

@@ -531,6 +531,14 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
+    /// A scan that indexes the whole text at its group's first value.
+    fn indexing(groups: &ContextGroups, ascii: bool) -> ContextScan<'_> {
+        let mut scan = ContextScan::of(Some(groups), ascii);
+        scan.scanned = vec![usize::MAX / 2; groups.count];
+        scan.whole = (0..groups.count).map(|_| None).collect();
+        scan
+    }
+
     fn ctx(words: &[&str], before: usize, after: usize) -> Context {
         Context::new(words.iter().map(|w| w.to_string()).collect(), before, after).unwrap()
     }
@@ -654,9 +662,7 @@ mod tests {
         for &(word, text, before, after, (s, e)) in cases {
             let c = ctx(&[word], before, after);
             let groups = ContextGroups::new([Some(&c)]);
-            let mut scan = ContextScan::of(Some(&groups), true);
-            scan.scanned = vec![usize::MAX / 2];
-            scan.whole = vec![None];
+            let mut scan = indexing(&groups, true);
             let want = reference(&c, text, s, e);
             assert_eq!(scan.holds(0, &c, text, s, e), want, "{word:?} in {text:?}");
             assert!(scan.whole[0].is_some());
@@ -672,9 +678,7 @@ mod tests {
         let c = Context::new(words, 4, 0).unwrap();
         let groups = ContextGroups::new([Some(&c)]);
         for (text, want) in [("x ab 1", true), ("xab 1", false)] {
-            let mut scan = ContextScan::of(Some(&groups), true);
-            scan.scanned = vec![usize::MAX / 2];
-            scan.whole = vec![None];
+            let mut scan = indexing(&groups, true);
             let (s, e) = (text.len() - 1, text.len());
             assert_eq!(scan.holds(0, &c, text, s, e), want, "{text:?}");
             assert_eq!(reference(&c, text, s, e), want, "{text:?}");
@@ -726,9 +730,7 @@ mod tests {
             let mut scan = ContextScan::of(None, ascii);
             prop_assert_eq!(scan.holds(0, &c, &text, s, e), want);
             prop_assert!(scan.whole.is_empty());
-            let mut scan = ContextScan::of(Some(&groups), ascii);
-            scan.scanned = vec![usize::MAX / 2];
-            scan.whole = vec![None];
+            let mut scan = indexing(&groups, ascii);
             prop_assert_eq!(scan.holds(0, &c, &text, s, e), want);
             prop_assert!(scan.whole[0].is_some());
         }
@@ -748,9 +750,7 @@ mod tests {
             let (i, j) = (cut.0.index(text.len() + 1), cut.1.index(text.len() + 1));
             let (s, e) = (i.min(j), i.max(j));
             let groups = ContextGroups::new([None, Some(&c)]);
-            let mut scan = ContextScan::of(Some(&groups), true);
-            scan.scanned = vec![usize::MAX / 2];
-            scan.whole = vec![None];
+            let mut scan = indexing(&groups, true);
             prop_assert_eq!(scan.holds(1, &c, &text, s, e), reference(&c, &text, s, e));
             prop_assert!(scan.whole[0].is_some());
         }
