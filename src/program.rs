@@ -9,7 +9,7 @@
 
 mod context;
 
-pub use context::{Context, ContextGroups, ContextScan};
+pub use context::{Context, ContextBuffers, ContextGroups, ContextScan};
 
 use crate::builtins::{self, Validator};
 use crate::checksum::Checksum;

@@ -164,6 +164,41 @@ struct Caches {
     found: pattern::ends::Found,
     /// The codons' captures, made at their first value.
     captures: Vec<Option<regex_automata::util::captures::Captures>>,
+    /// The memory of the last context scan's lists.
+    context: crate::program::ContextBuffers,
+    /// The memory of the last text's spans, a list per matcher
+    /// ([`Matched`]).
+    spans: Vec<Vec<(usize, usize)>>,
+}
+
+/// Longest list of spans a cache set keeps the memory of ([`Matched`]).
+const KEEP_SPANS: usize = 256;
+
+/// Every matcher's spans in a text, with the cache set that found them:
+/// dropped, it hands the set back to the idle ones, and with it the
+/// spans' lists for their memory (positions only; the next search empties
+/// them).
+struct Matched<'e> {
+    evaluator: &'e Evaluator,
+    found: Vec<Vec<(usize, usize)>>,
+    caches: Option<Caches>,
+}
+
+impl std::ops::Deref for Matched<'_> {
+    type Target = [Vec<(usize, usize)>];
+    fn deref(&self) -> &Self::Target {
+        &self.found
+    }
+}
+
+impl Drop for Matched<'_> {
+    fn drop(&mut self) {
+        if let Some(mut caches) = self.caches.take() {
+            // Emptied by the next search, which reads them all anyway.
+            caches.spans = std::mem::take(&mut self.found);
+            self.evaluator.idle_caches().push(caches);
+        }
+    }
 }
 
 /// Cache sets warmed at load: one per core (at most 8), so the first
@@ -414,6 +449,8 @@ impl Evaluator {
                 .collect(),
             found: pattern::ends::Found::default(),
             captures: self.matchers.iter().map(|_| None).collect(),
+            context: crate::program::ContextBuffers::default(),
+            spans: Vec::new(),
         }
     }
 
@@ -483,9 +520,19 @@ impl Evaluator {
                 }
             }
         }
-        let mut found: Vec<Vec<(usize, usize)>> = Vec::new();
+        // The lists of an earlier text, for their memory (a long text's
+        // are dropped: they stay in no idle cache set).
+        let mut found = std::mem::take(&mut caches.spans);
+        for list in &mut found {
+            if list.capacity() > KEEP_SPANS {
+                *list = Vec::new();
+            } else {
+                list.clear();
+            }
+        }
         // The context words of the text, looked for once for all values.
-        let mut scan = ContextScan::of(Some(&self.context_groups), ascii);
+        let mut scan = ContextScan::of(Some(&self.context_groups), ascii)
+            .with_buffers(std::mem::take(&mut caches.context));
         if !candidates.is_empty() {
             found.resize_with(self.matchers.len(), Vec::new);
             for i in candidates {
@@ -502,9 +549,11 @@ impl Evaluator {
                             fixed: self.matchers[i].fixed_len.filter(|_| ascii),
                         })
                     });
-                found[i] = self.find_all(i, text, ascii, caches, near, &mut scan);
+                let spare = std::mem::take(&mut found[i]);
+                found[i] = self.find_all(i, text, ascii, caches, near, &mut scan, spare);
             }
         }
+        caches.context = scan.into_buffers();
         if let Some(mut kept) = ends {
             kept.shed();
             caches.found = kept;
@@ -658,18 +707,25 @@ impl Evaluator {
 
     /// Every matcher's spans in `text` (empty when no matcher can match),
     /// searched with an idle cache set.
-    fn matches(&self, text: &str) -> Vec<Vec<(usize, usize)>> {
+    fn matches(&self, text: &str) -> Matched<'_> {
         let candidates = self.candidates(text);
         if candidates.is_empty() {
-            return Vec::new();
+            return Matched {
+                evaluator: self,
+                found: Vec::new(),
+                caches: None,
+            };
         }
         let mut caches = self
             .idle_caches()
             .pop()
             .unwrap_or_else(|| self.new_caches());
         let found = self.search(text, candidates, &mut caches);
-        self.idle_caches().push(caches);
-        found
+        Matched {
+            evaluator: self,
+            found,
+            caches: Some(caches),
+        }
     }
 
     /// Decides on `text`; with a `view`, rules run on the view and its
@@ -805,8 +861,11 @@ impl Evaluator {
             if !hr.condition.eval(&field, &count) {
                 continue;
             }
-            let mut spans: Vec<(usize, usize)> = Vec::new();
-            let mut codes = Vec::new();
+            // Sized at once: a rule reading many codons would otherwise
+            // grow them a codon at a time.
+            let total = hr.reads.iter().map(|&c| values(c).len()).sum();
+            let mut spans: Vec<(usize, usize)> = Vec::with_capacity(total);
+            let mut codes = Vec::with_capacity(hr.reads.len());
             for &c in &hr.reads {
                 let m = values(c);
                 if m.is_empty() {
@@ -956,7 +1015,9 @@ impl Evaluator {
     /// Every non-empty, validated match of matcher `i`, left to right,
     /// non-overlapping; a dropped candidate does not let an overlapping one through.
     /// With `near` (stretches and the pass's ends), only the stretches are
-    /// searched, and only as far as ends remain ([`windowed`]).
+    /// searched, and only as far as ends remain ([`windowed`]). `spare` is
+    /// an earlier text's list of the matcher, for its memory.
+    #[allow(clippy::too_many_arguments)]
     fn find_all(
         &self,
         i: usize,
@@ -965,6 +1026,7 @@ impl Evaluator {
         caches: &mut Caches,
         near: Option<windowed::Near<'_>>,
         scan: &mut ContextScan<'_>,
+        spare: Vec<(usize, usize)>,
     ) -> Vec<(usize, usize)> {
         let m = &self.matchers[i];
         let codon = i
@@ -979,7 +1041,8 @@ impl Evaluator {
                 let mut gate = |a: usize, b: usize| {
                     context.is_none_or(|(c, ctx)| scan.may_hold(c, ctx, text, a, b))
                 };
-                windowed::search(&m.regex, &mut caches.exact[i], rev, text, &near, &mut gate)
+                let exact = &mut caches.exact[i];
+                windowed::search(&m.regex, exact, rev, text, &near, &mut gate, spare)
             }
             None => self.search_matcher(i, text, 0, ascii, caches, Want::All),
         };

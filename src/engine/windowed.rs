@@ -89,8 +89,10 @@ pub(super) fn search(
     text: &str,
     found: &Near<'_>,
     gate: &mut dyn FnMut(usize, usize) -> bool,
+    mut out: Vec<(usize, usize)>,
 ) -> Vec<(usize, usize)> {
-    let mut out = Vec::with_capacity(found.ends.len().min(64));
+    // The list of an earlier text, for its memory.
+    out.clear();
     let mut k = 0;
     for &(a, b) in found.stretches.iter() {
         let mut pos = a;
@@ -235,8 +237,13 @@ mod tests {
                     len,
                     fixed: None,
                 };
+                // Forward from each stretch's start, into `spare`.
+                let forward = |cache: &mut Cache, found: &Near<'_>, spare| {
+                    search(&re, cache, None, text, found, &mut |_, _| true, spare)
+                };
+                // A list of an earlier text: emptied first.
                 assert_eq!(
-                    search(&re, &mut cache, None, text, &found, &mut |_, _| true),
+                    forward(&mut cache, &found, vec![(7, 9), (1, 2)]),
                     want,
                     "{src} on {text:?}"
                 );
@@ -247,7 +254,8 @@ mod tests {
                         Some((&rev, &mut rev_cache)),
                         text,
                         &found,
-                        &mut |_, _| true
+                        &mut |_, _| true,
+                        Vec::new()
                     ),
                     want,
                     "{src} on {text:?}, backward from single ends"
@@ -258,7 +266,7 @@ mod tests {
                 if props.minimum_len() == props.maximum_len() {
                     found.fixed = Some(len);
                     assert_eq!(
-                        search(&re, &mut cache, None, text, &found, &mut |_, _| true),
+                        forward(&mut cache, &found, Vec::new()),
                         want,
                         "{src} on {text:?}, of fixed length"
                     );
