@@ -176,9 +176,9 @@ pub struct ContextScan<'g> {
 
 /// The memory of a [`ContextScan`]'s lists, kept for the next text
 /// ([`ContextScan::with_buffers`], [`ContextScan::into_buffers`]): an
-/// evaluation on text dense with values indexes many groups, and the
-/// allocator was a sixth of what that cost. Positions only, never a byte
-/// of text.
+/// evaluation on text dense with values indexes many groups, each index
+/// three lists that were allocated afresh every time. Positions only,
+/// never a byte of text.
 #[derive(Debug, Default)]
 pub struct ContextBuffers {
     whole: Vec<Option<ContextIndex>>,
