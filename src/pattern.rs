@@ -92,6 +92,12 @@ pub struct CompiledPattern {
     /// The length in bytes of every match, when they all have one (and it
     /// is not zero): a match ending at a known end starts that far before.
     pub fixed_len: Option<usize>,
+    /// On ASCII text, the length of every match that neither starts at
+    /// the text's start nor ends at its end, when they all have one (and
+    /// it is not zero): [`Self::fixed_len`] for a pattern whose only other
+    /// lengths come from `^`, `$` or characters past ASCII
+    /// (`(?:^|[^0-9])([0-9]{9})(?:$|[^0-9])`).
+    pub interior_len: Option<usize>,
     /// The longest run of ASCII digits every match holds, at least
     /// ([`digits::min_run`]): a text without so long a run cannot match.
     pub digit_run: usize,
@@ -177,6 +183,10 @@ pub fn compile(pattern: &str, flags: &[Flag]) -> Result<CompiledPattern, String>
     });
     let max_len = lens.and_then(|(min, max)| min.and(max));
     let fixed_len = lens.and_then(|(min, max)| min.filter(|&n| Some(n) == max));
+    let interior_len = parse(&exact_src).and_then(|hir| match interior_lens(&hir) {
+        Lens::Range(min, Some(max)) if min == max && min > 0 => Some(min),
+        _ => None,
+    });
     let digit_run = parse(&exact_src).map_or(0, |hir| digits::min_run(&hir));
     Ok(CompiledPattern {
         exact,
@@ -188,6 +198,7 @@ pub fn compile(pattern: &str, flags: &[Flag]) -> Result<CompiledPattern, String>
         literals,
         max_len,
         fixed_len,
+        interior_len,
         digit_run,
     })
 }
@@ -304,6 +315,79 @@ fn required_bytes(hir: &regex_syntax::hir::Hir) -> Option<ByteSet> {
                 }
             }
             Some(union)
+        }
+    }
+}
+
+/// The lengths of a pattern's matches in ASCII text away from its edges.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Lens {
+    /// No such match (it would need the text's start or end, or a
+    /// character past ASCII).
+    Never,
+    /// At least the first, at most the second (`None`: unbounded) bytes.
+    Range(usize, Option<usize>),
+}
+
+/// The lengths of the matches of `hir` in ASCII text that neither start
+/// at the text's start nor end at its end: `^` and `$` (of the whole text)
+/// match nowhere else, and no character past ASCII is there, so a branch
+/// that needs one of them is left out. A class takes one byte (one ASCII
+/// character), other assertions none. The parser's nest limit bounds the
+/// recursion.
+fn interior_lens(hir: &regex_syntax::hir::Hir) -> Lens {
+    use regex_syntax::hir::{Class, HirKind, Look};
+    let add = |a: Lens, b: Lens| match (a, b) {
+        (Lens::Range(x, xm), Lens::Range(y, ym)) => Lens::Range(
+            x.saturating_add(y),
+            xm.zip(ym).and_then(|(p, q)| p.checked_add(q)),
+        ),
+        _ => Lens::Never,
+    };
+    match hir.kind() {
+        HirKind::Empty => Lens::Range(0, Some(0)),
+        HirKind::Look(Look::Start | Look::End) => Lens::Never,
+        HirKind::Look(_) => Lens::Range(0, Some(0)),
+        HirKind::Literal(lit) if lit.0.is_ascii() => Lens::Range(lit.0.len(), Some(lit.0.len())),
+        HirKind::Literal(_) => Lens::Never,
+        HirKind::Class(Class::Unicode(c)) if c.ranges().iter().any(|r| r.start().is_ascii()) => {
+            Lens::Range(1, Some(1))
+        }
+        HirKind::Class(Class::Bytes(c)) if c.ranges().iter().any(|r| r.start().is_ascii()) => {
+            Lens::Range(1, Some(1))
+        }
+        HirKind::Class(_) => Lens::Never,
+        HirKind::Capture(cap) => interior_lens(&cap.sub),
+        HirKind::Repetition(rep) => match interior_lens(&rep.sub) {
+            Lens::Never if rep.min == 0 => Lens::Range(0, Some(0)),
+            Lens::Never => Lens::Never,
+            Lens::Range(min, max) => {
+                let times =
+                    |n: usize, k: u32| usize::try_from(k).ok().and_then(|k| n.checked_mul(k));
+                Lens::Range(
+                    times(min, rep.min).unwrap_or(usize::MAX),
+                    // An unbounded sub repeated zero times at most is empty.
+                    match (max, rep.max) {
+                        (_, Some(0)) => Some(0),
+                        (Some(m), Some(k)) => times(m, k),
+                        _ => None,
+                    },
+                )
+            }
+        },
+        HirKind::Concat(parts) => parts
+            .iter()
+            .map(interior_lens)
+            .fold(Lens::Range(0, Some(0)), add),
+        HirKind::Alternation(alts) => {
+            alts.iter()
+                .map(interior_lens)
+                .fold(Lens::Never, |acc, l| match (acc, l) {
+                    (Lens::Never, other) | (other, Lens::Never) => other,
+                    (Lens::Range(a, am), Lens::Range(b, bm)) => {
+                        Lens::Range(a.min(b), am.zip(bm).map(|(p, q)| p.max(q)))
+                    }
+                })
         }
     }
 }
@@ -582,6 +666,33 @@ mod tests {
                     proptest::prop_assert!(text.bytes().any(|b| req.contains(&b)), "{} on {:?}", p.exact_src, text);
                 }
             }
+        }
+    }
+
+    /// A match's length in ASCII text away from its edges: the branches
+    /// that need `^`, `$` or a character past ASCII are left out, other
+    /// assertions take nothing.
+    #[test]
+    fn interior_lengths_leave_out_the_text_edges() {
+        let cases: &[(&str, Option<usize>, Option<usize>)] = &[
+            // (pattern, fixed_len, interior_len)
+            (r"(?:^|[^0-9])([0-9]{9})(?:$|[^0-9])", None, Some(11)),
+            (r"\b[A-Z]{3}-[0-9]{4}\b", Some(8), Some(8)),
+            (r"(?m)(?:^|,)[0-9]{2}", None, None),
+            (r"^[0-9]{3}|x[0-9]{3}", None, Some(4)),
+            (r"(?:^|ab)c", None, Some(3)),
+            (r"[0-9]{2,3}(?:$|;)", None, None),
+            (r"^abc$", Some(3), None),
+            // No `é` in ASCII text; every other character one byte there.
+            (r"é[a-z]|[0-9]{2}", None, Some(2)),
+            (r"é[a-z]|[0-9]{3}", Some(3), Some(3)),
+            (r"é[a-z]|[0-9]{4}", None, Some(4)),
+            (r"[a-zé]", None, Some(1)),
+            (r"(?:\Aa|b)c", Some(2), Some(2)),
+        ];
+        for &(src, fixed, interior) in cases {
+            let p = compile(src, &[]).unwrap();
+            assert_eq!((p.fixed_len, p.interior_len), (fixed, interior), "{src}");
         }
     }
 

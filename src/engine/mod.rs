@@ -50,6 +50,9 @@ struct Matcher {
     rev: Option<regex_automata::hybrid::dfa::DFA>,
     /// The length of every match, when they all have one.
     fixed_len: Option<usize>,
+    /// The length of every match away from the text's edges, when they
+    /// all have one.
+    interior_len: Option<usize>,
     validator: Validator,
     /// Sources of the exact and boundary-free forms, for the streaming
     /// liveness automata (built only when a pack is first streamed).
@@ -67,6 +70,7 @@ impl Matcher {
             digit_run: p.digit_run,
             rev: p.max_len.and_then(|_| pattern::build_reverse(&p.exact_src)),
             fixed_len: p.fixed_len,
+            interior_len: p.interior_len,
             validator,
             exact_src: p.exact_src.clone(),
             filter_src: p.filter_regex.as_ref().map(|_| p.filter.clone()),
@@ -547,6 +551,7 @@ impl Evaluator {
                             // Only the pass over ASCII text reports the
                             // ends of exact matches.
                             fixed: self.matchers[i].fixed_len.filter(|_| ascii),
+                            interior: self.matchers[i].interior_len.filter(|_| ascii),
                         })
                     });
                 let spare = std::mem::take(&mut found[i]);

@@ -60,6 +60,9 @@ pub(super) struct Near<'a> {
     /// pattern with ASCII word boundaries: on ASCII text, the exact
     /// pattern).
     pub fixed: Option<usize>,
+    /// As `fixed`, for the matches that neither start at the text's start
+    /// nor end at its end ([`crate::pattern::CompiledPattern::interior_len`]).
+    pub interior: Option<usize>,
 }
 
 /// The pattern's leftmost-first matches in `text`, searched only in the
@@ -120,8 +123,15 @@ pub(super) fn search(
                 break;
             }
             // Every match has `len` bytes and one ends at `next`: it is the
-            // one, if it starts after the last.
-            if let (true, Some(len)) = (single, found.fixed) {
+            // one, if it starts after the last. Away from the text's edges
+            // (no match ending at `next` can start at 0, being at most
+            // `found.len` long), `interior` is every match's length.
+            let fixed = found.fixed.or_else(|| {
+                found
+                    .interior
+                    .filter(|_| next > found.len && next < text.len())
+            });
+            if let (true, Some(len)) = (single, fixed) {
                 match next.checked_sub(len).filter(|&s| s >= pos) {
                     Some(s) => {
                         out.push((s, next));
@@ -205,6 +215,22 @@ mod tests {
                 &["A123 B4567 C890", "AA123 A12 Z999x Q000", "B1234 C123"],
             ),
             ("[0-9]{3}", 3, &["1 22 333 4444 55555 666"]),
+            // Five bytes long but at the text's edges: `interior`.
+            (
+                "(?:^|[^0-9])([0-9]{3})(?:$|[^0-9])",
+                5,
+                &[
+                    "123 456",
+                    "a123b4567c890",
+                    "12",
+                    "x123",
+                    "1234 567 89 012",
+                    "123",
+                    // Alone in their stretches, at either edge.
+                    "123 abcdefgh 456 xyz",
+                    "abcdefgh x456",
+                ],
+            ),
         ];
         for &(src, len, texts) in cases {
             let re = pattern::build(src).unwrap();
@@ -236,6 +262,7 @@ mod tests {
                     ends: &ends.ends[0],
                     len,
                     fixed: None,
+                    interior: None,
                 };
                 // Forward from each stretch's start, into `spare`.
                 let forward = |cache: &mut Cache, found: &Near<'_>, spare| {
@@ -262,14 +289,21 @@ mod tests {
                 );
                 // The pass here runs the exact pattern: its ends are those
                 // of exact matches.
-                let props = regex_syntax::parse(src).unwrap().properties().clone();
-                if props.minimum_len() == props.maximum_len() {
-                    found.fixed = Some(len);
-                    assert_eq!(
-                        forward(&mut cache, &found, Vec::new()),
-                        want,
-                        "{src} on {text:?}, of fixed length"
-                    );
+                let compiled = pattern::compile(src, &[]).unwrap();
+                let lengths = [
+                    (compiled.fixed_len, None, "of fixed length"),
+                    (
+                        None,
+                        compiled.interior_len,
+                        "of fixed length inside the text",
+                    ),
+                ];
+                for (fixed, interior, what) in lengths {
+                    if fixed.or(interior).is_some() {
+                        (found.fixed, found.interior) = (fixed, interior);
+                        let got = forward(&mut cache, &found, Vec::new());
+                        assert_eq!(got, want, "{src} on {text:?}, {what}");
+                    }
                 }
             }
         }
