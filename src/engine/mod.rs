@@ -120,9 +120,14 @@ impl RequiredBytes {
     /// The candidate bits for `bytes`.
     fn scan(&self, bytes: &[u8]) -> Vec<u64> {
         let mut mask = self.always.clone();
-        if self.words == 1 {
+        // One word a byte value: a table of 256, read by a byte without a
+        // bounds check (about a third of the loop's instructions went to it).
+        let single = (self.words == 1)
+            .then(|| self.table.get(..256))
+            .flatten()
+            .and_then(|t| <&[u64; 256]>::try_from(t).ok());
+        if let Some(t) = single {
             // Four accumulators keep the loads independent of each other.
-            let t = &self.table;
             let mut acc = [mask[0], 0, 0, 0];
             for block in bytes.chunks(256) {
                 let mut quads = block.chunks_exact(4);
