@@ -9,7 +9,7 @@
 //! its patterns are read back through the cache's state list at every
 //! end. On text dense with values (forty codons, an end every ten bytes)
 //! that made each lane of the pass wait on the cache at every byte and
-//! every end. Here a step is `table[(id << shift) + class]`, match states
+//! every end. Here a step is `table[4 * (id & !FLAGS) + class]`, match states
 //! included, and their patterns are a list beside the table.
 //!
 //! The copy holds only while the lazy DFA's cache does: its state ids name
@@ -20,26 +20,27 @@ use regex_automata::hybrid::dfa::{Cache, DFA};
 use regex_automata::hybrid::LazyStateID;
 use std::collections::HashMap;
 
-/// A state's id in the table: its number, with [`MATCH`] or [`STOP`].
+/// A state's id in the table: where its row starts, in units of four
+/// entries (its number times a quarter of the row's length), with
+/// [`MATCH`] or [`STOP`] in the two low bits that a row's start leaves
+/// free. A step is then `table[4 * (id & !FLAGS) + class]`: one address
+/// computation, where a state's number needed a shift by the row's length
+/// (in a register) on the way from one state to the next.
 pub type Id = u16;
 /// A transition the table has not taken yet.
 pub const UNKNOWN: Id = Id::MAX;
 /// Flag of a state where patterns end (a match state).
-pub const MATCH: Id = 1 << 15;
+pub const MATCH: Id = 1;
 /// Flag of a state the pass stops in (dead, or quit on a byte it cannot
 /// read).
-pub const STOP: Id = 1 << 14;
-/// Both flags: what is left of an id is its state's number.
+pub const STOP: Id = 1 << 1;
+/// Both flags: what is left of an id is its row's start.
 pub const FLAGS: Id = MATCH | STOP;
-/// Most states the table holds: past them (or past [`CAPACITY`] entries),
-/// it empties and starts again (the lazy DFA's own cache gives up well
-/// before on text that keeps building states). One less than the flags
-/// leave, so that no id is [`UNKNOWN`].
-const MAX_STATES: usize = (1 << 14) - 1;
 /// Most entries of the table (512 KiB, as the lazy DFA's cache: at two
 /// bytes an entry, it holds more states than that cache, which clears
-/// first).
-pub const CAPACITY: usize = 256 << 10;
+/// first), and what ids can name: every row starts below 2¹⁶ × 4. Past
+/// them, it empties and starts again.
+pub const CAPACITY: usize = 1 << 18;
 
 /// Why a step left the table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,8 +58,9 @@ pub struct Steps {
     /// Each byte's class: its place in a row.
     classes: [u8; 256],
     /// A row holds `1 << shift` entries (the alphabet, rounded up to a
-    /// power of two: a state's row is found with a shift, not a multiply,
-    /// at every byte).
+    /// power of two, and at least 16 so that a row's start in units of
+    /// four leaves the flags' bits free): an id's state number is
+    /// `id >> (shift - 2)`.
     shift: u32,
     /// Rows, one per state met: its transitions (ids, or [`UNKNOWN`]). Two
     /// bytes an entry, so that the rows a text meets stay in the fastest
@@ -74,7 +76,8 @@ pub struct Steps {
     patterns: Vec<u32>,
     /// The cache's clear count the table holds for.
     clears: usize,
-    /// Most states it holds ([`MAX_STATES`], or fewer for [`CAPACITY`]).
+    /// Most states it holds: one less than [`CAPACITY`] leaves rows for,
+    /// so that no id is [`UNKNOWN`].
     max_states: usize,
 }
 
@@ -89,11 +92,12 @@ impl Steps {
         let shift = byte_classes
             .alphabet_len()
             .next_power_of_two()
-            .trailing_zeros();
+            .trailing_zeros()
+            .max(4);
         Self {
             classes,
             shift,
-            max_states: MAX_STATES.min(CAPACITY >> shift),
+            max_states: (CAPACITY >> shift) - 1,
             table: Vec::new(),
             lazy: Vec::new(),
             ends: Vec::new(),
@@ -145,7 +149,7 @@ impl Steps {
         // Both fit: a state's patterns are the automaton's (fewer than 2³¹),
         // and the table holds at most 2¹⁴ states.
         let [start, end] = [start, self.patterns.len()].map(|p| u32::try_from(p).unwrap_or(0));
-        let mut id = Id::try_from(self.lazy.len()).unwrap_or(0);
+        let mut id = Id::try_from(self.lazy.len() << (self.shift - 2)).unwrap_or(0);
         self.table
             .resize(self.table.len() + (1 << self.shift), UNKNOWN);
         self.lazy.push(sid);
@@ -162,7 +166,7 @@ impl Steps {
     /// Where the step from state `id` on `byte` is in the table.
     #[inline]
     fn at(&self, id: Id, byte: u8) -> usize {
-        (usize::from(id & !FLAGS) << self.shift) + usize::from(self.classes[usize::from(byte)])
+        (usize::from(id & !FLAGS) << 2) + usize::from(self.classes[usize::from(byte)])
     }
 
     /// The next state's id after `byte` from state `id` (an id of this
@@ -221,14 +225,14 @@ impl Steps {
         twos: &mut Vec<(usize, Id)>,
     ) -> usize {
         // Locals, so that the states stay in registers.
-        let (table, classes, shift) = (self.table.as_slice(), &self.classes, self.shift);
+        let (table, classes) = (self.table.as_slice(), &self.classes);
         let (mut a, mut b) = (*one, *two);
         while k < end {
             let (Some(&b1), Some(&b2)) = (bytes.get(k), bytes.get(from + k)) else {
                 break;
             };
-            let i1 = (usize::from(a & !FLAGS) << shift) + usize::from(classes[usize::from(b1)]);
-            let i2 = (usize::from(b & !FLAGS) << shift) + usize::from(classes[usize::from(b2)]);
+            let i1 = (usize::from(a & !FLAGS) << 2) + usize::from(classes[usize::from(b1)]);
+            let i2 = (usize::from(b & !FLAGS) << 2) + usize::from(classes[usize::from(b2)]);
             let n1 = table.get(i1).copied().unwrap_or(UNKNOWN);
             let n2 = table.get(i2).copied().unwrap_or(UNKNOWN);
             if (n1 | n2) & FLAGS != 0 {
@@ -254,21 +258,22 @@ impl Steps {
     /// empties when full.
     #[cfg(test)]
     pub fn with_limit(dfa: &DFA, states: usize) -> Self {
+        let steps = Self::new(dfa);
         Self {
-            max_states: states,
-            ..Self::new(dfa)
+            max_states: states.min(steps.max_states),
+            ..steps
         }
     }
 
     /// The lazy state of id `id`.
     pub fn lazy_of(&self, id: Id) -> Option<LazyStateID> {
-        self.lazy.get(usize::from(id & !FLAGS)).copied()
+        self.lazy.get(usize::from(id >> (self.shift - 2))).copied()
     }
 
     /// The patterns that end in state `id` (none unless it has [`MATCH`]).
     #[inline]
     pub fn patterns(&self, id: Id) -> &[u32] {
-        match self.ends.get(usize::from(id & !FLAGS)) {
+        match self.ends.get(usize::from(id >> (self.shift - 2))) {
             Some(&(start, end)) => self
                 .patterns
                 .get(start as usize..end as usize)
