@@ -177,17 +177,19 @@ pub fn compile(pattern: &str, flags: &[Flag]) -> Result<CompiledPattern, String>
         .and_then(required_bytes)
         .map(|set| (0..=255u8).filter(|b| set[usize::from(*b)]).collect());
     let literals = filter_hir.as_ref().and_then(literals::required);
-    let lens = parse(&exact_src).map(|hir| {
+    // Parsed once for every property of the exact form below.
+    let exact_hir = parse(&exact_src);
+    let lens = exact_hir.as_ref().map(|hir| {
         let props = hir.properties();
         (props.minimum_len().filter(|&n| n > 0), props.maximum_len())
     });
     let max_len = lens.and_then(|(min, max)| min.and(max));
     let fixed_len = lens.and_then(|(min, max)| min.filter(|&n| Some(n) == max));
-    let interior_len = parse(&exact_src).and_then(|hir| match interior_lens(&hir) {
+    let interior_len = exact_hir.as_ref().and_then(|hir| match interior_lens(hir) {
         Lens::Range(min, Some(max)) if min == max && min > 0 => Some(min),
         _ => None,
     });
-    let digit_run = parse(&exact_src).map_or(0, |hir| digits::min_run(&hir));
+    let digit_run = exact_hir.as_ref().map_or(0, digits::min_run);
     Ok(CompiledPattern {
         exact,
         exact_src,

@@ -50,8 +50,8 @@ struct Matcher {
     rev: Option<regex_automata::hybrid::dfa::DFA>,
     /// The length of every match, when they all have one.
     fixed_len: Option<usize>,
-    /// The length of every match away from the text's edges, when they
-    /// all have one.
+    /// On ASCII text, the length of every match away from the text's
+    /// edges, when they all have one.
     interior_len: Option<usize>,
     validator: Validator,
     /// Sources of the exact and boundary-free forms, for the streaming
