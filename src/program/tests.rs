@@ -168,6 +168,48 @@ fn context_words_must_be_near_and_whole() {
     assert!(judge("PIN für ü 123456"));
 }
 
+/// Entropy as its definition reads, a term per distinct code point (ASCII
+/// ones in code order, then the others as they first occur): what
+/// [`entropy`]'s reuse of terms must equal to the bit.
+fn entropy_by_definition(value: &str) -> f64 {
+    let mut ascii = std::collections::BTreeMap::new();
+    let mut other: Vec<(char, u32)> = Vec::new();
+    for c in value.chars() {
+        if c.is_ascii() {
+            *ascii.entry(c).or_insert(0u32) += 1;
+        } else if let Some(o) = other.iter_mut().find(|o| o.0 == c) {
+            o.1 += 1;
+        } else {
+            other.push((c, 1));
+        }
+    }
+    if value.is_empty() {
+        return 0.0;
+    }
+    let total = value.chars().count() as f64;
+    ascii
+        .values()
+        .copied()
+        .chain(other.iter().map(|o| o.1))
+        .map(|k| {
+            let p = f64::from(k) / total;
+            -p * p.log2()
+        })
+        .sum()
+}
+
+proptest::proptest! {
+    #[test]
+    fn entropy_reusing_terms_is_the_definition_to_the_bit(
+        value in "([a-d]{0,12}|[!-~]{0,40}|[a-cé€😀]{0,30}|a{0,20}b{0,9})",
+    ) {
+        proptest::prop_assert_eq!(
+            entropy(&value).to_bits(),
+            entropy_by_definition(&value).to_bits()
+        );
+    }
+}
+
 #[test]
 fn entropy_deny_list_and_checksum_drop_values() {
     assert!((entropy("aaaa") - 0.0).abs() < 1e-12);
