@@ -559,8 +559,16 @@ impl Evaluator {
                             interior: self.matchers[i].interior_len.filter(|_| ascii),
                         })
                     });
+                // Searched whole, a matcher the pass covered need not be
+                // searched past its last end.
+                let to = ends
+                    .as_ref()
+                    .filter(|e| near.is_none() && e.known.get(i) == Some(&true))
+                    .and_then(|e| e.ends.get(i)?.last().copied())
+                    .unwrap_or(text.len());
                 let spare = std::mem::take(&mut found[i]);
-                found[i] = self.find_all(i, text, ascii, caches, near, &mut scan, spare);
+                let place = (near, to);
+                found[i] = self.find_all(i, text, ascii, caches, place, &mut scan, spare);
             }
         }
         caches.context = scan.into_buffers();
@@ -1025,8 +1033,9 @@ impl Evaluator {
     /// Every non-empty, validated match of matcher `i`, left to right,
     /// non-overlapping; a dropped candidate does not let an overlapping one through.
     /// With `near` (stretches and the pass's ends), only the stretches are
-    /// searched, and only as far as ends remain ([`windowed`]). `spare` is
-    /// an earlier text's list of the matcher, for its memory.
+    /// searched, and only as far as ends remain ([`windowed`]); without,
+    /// the text up to `to`, past which no match ends. `spare` is an
+    /// earlier text's list of the matcher, for its memory.
     #[allow(clippy::too_many_arguments)]
     fn find_all(
         &self,
@@ -1034,7 +1043,7 @@ impl Evaluator {
         text: &str,
         ascii: bool,
         caches: &mut Caches,
-        near: Option<windowed::Near<'_>>,
+        (near, to): (Option<windowed::Near<'_>>, usize),
         scan: &mut ContextScan<'_>,
         spare: Vec<(usize, usize)>,
     ) -> Vec<(usize, usize)> {
@@ -1054,7 +1063,7 @@ impl Evaluator {
                 let exact = &mut caches.exact[i];
                 windowed::search(&m.regex, exact, rev, text, &near, &mut gate, spare)
             }
-            None => self.search_matcher(i, text, 0, ascii, caches, Want::All),
+            None => self.search_matcher(i, text, 0..to, ascii, caches, Want::All),
         };
         spans.retain(|&(s, e)| s < e && validate(m.validator, &text[s..e]));
         match codon {
@@ -1119,18 +1128,22 @@ impl Evaluator {
             // list: a session commits a match or two at a time.
             return first_with(&self.matchers[i].regex, &mut caches.exact[i], text, from);
         }
-        self.search_matcher(i, text, from, ascii, caches, Want::First)
+        self.search_matcher(i, text, from..text.len(), ascii, caches, Want::First)
             .first()
             .copied()
     }
 
-    /// Matcher `i`'s matches in `text[from..]`: the exact regex on ASCII
-    /// text, the guided search (same matches) on other text.
+    /// Matcher `i`'s matches in `text[from..to]`: the exact regex on ASCII
+    /// text, the guided search (same matches) on other text, which reads
+    /// on to the text's end (`to` is then only where no match ends past).
     fn search_matcher(
         &self,
         i: usize,
         text: &str,
-        from: usize,
+        std::ops::Range {
+            start: from,
+            end: to,
+        }: std::ops::Range<usize>,
         ascii: bool,
         caches: &mut Caches,
         want: Want,
@@ -1147,7 +1160,9 @@ impl Evaluator {
                 guided_search(&m.regex, filter, m.guide.as_ref(), caches, text, from, want)
             }
             _ => match want {
-                Want::All => find_iter_with(&m.regex, exact_cache, Input::new(text).range(from..)),
+                Want::All => {
+                    find_iter_with(&m.regex, exact_cache, Input::new(text).range(from..to))
+                }
                 Want::First => first_with(&m.regex, exact_cache, text, from)
                     .into_iter()
                     .collect(),

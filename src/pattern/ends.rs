@@ -379,6 +379,8 @@ pub struct Ends {
     pub stretches: Vec<Vec<(usize, usize)>>,
     /// `ends[i]`: for the same patterns, every end the pass reported,
     /// ascending: a search within a stretch need not look past the last.
+    /// For an unbounded pattern that matches, its last end alone: no match
+    /// of it ends later.
     pub ends: Vec<Vec<usize>>,
     /// How many ends the pass reported.
     pub count: usize,
@@ -800,6 +802,14 @@ impl EndsMut<'_> {
                     _ => list.push((s, e)),
                 }
                 self.ends[i].push(e);
+            } else {
+                // An unbounded pattern has no stretches; its last end
+                // still bounds its whole search.
+                let list = &mut self.ends[i];
+                match list.last_mut() {
+                    Some(last) => *last = e,
+                    None => list.push(e),
+                }
             }
         }
         true
@@ -834,7 +844,8 @@ pub(crate) mod tests {
             vec![vec![(1, 5)], vec![(6, 8), (9, 11)], vec![]]
         );
         assert_eq!(ends.count, 4);
-        // An unbounded pattern is seen, with no stretches.
+        // An unbounded pattern is seen, with no stretches, and its last
+        // end alone (`123` ends at 4, `234` at 5).
         let ends = known(pass(
             &d,
             &mut cache,
@@ -844,6 +855,7 @@ pub(crate) mod tests {
         ));
         assert_eq!(ends.seen, vec![true, true, false]);
         assert_eq!(ends.stretches[0], vec![]);
+        assert_eq!(ends.ends, vec![vec![5], vec![8, 11], vec![]]);
     }
 
     /// Every (pattern, end) the library's overlapping search reports, in
