@@ -626,6 +626,36 @@ proptest! {
     }
 
     #[test]
+    fn the_compact_form_is_the_value_less_its_separators(
+        value in proptest::collection::vec(
+            // Separators are rare, as in values: most eight-byte words
+            // hold none or one.
+            prop_oneof![
+                40 => prop::sample::select(b"09AMZnz,+\t\r_".to_vec()),
+                1 => prop::sample::select(b" -./".to_vec()),
+                1 => Just(0xa0u8),
+            ],
+            0..80,
+        ),
+    ) {
+        let kept: Vec<u8> = value
+            .iter()
+            .copied()
+            .filter(|b| !matches!(b, b' ' | b'-' | b'.' | b'/'))
+            .collect();
+        let expected = (!kept.is_empty() && kept.len() <= MAX_COMPACT_LEN && value.is_ascii())
+            .then_some(kept);
+        let text = String::from_utf8_lossy(&value).into_owned();
+        let mut buf = [0u8; MAX_COMPACT_LEN];
+        let got = compact(&text, &mut buf).map(<[u8]>::to_vec);
+        prop_assert_eq!(got, expected);
+        prop_assert_eq!(
+            has_separator(&value),
+            value.iter().any(|b| matches!(b, b' ' | b'-' | b'.' | b'/'))
+        );
+    }
+
+    #[test]
     fn separators_never_change_the_verdict(value in "[0-9A-Z]{1,30}", seps in "[ \\-./]{0,8}", at in prop::collection::vec(0usize..31, 0..8)) {
         let mut spaced = value.clone();
         for (s, i) in seps.chars().zip(at) {
