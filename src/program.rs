@@ -166,11 +166,17 @@ impl Codon {
 pub fn entropy(value: &str) -> f64 {
     let mut n = 0u32;
     let mut ascii = [0u32; 128];
+    // Which ASCII code points occur: the terms are read for those alone,
+    // in code order, not for all 128.
+    let mut present = [0u64; 2];
     let mut other: Vec<(char, u32)> = Vec::new();
     for c in value.chars() {
         n += 1;
         match usize::try_from(u32::from(c)) {
-            Ok(k) if k < 128 => ascii[k] += 1,
+            Ok(k) if k < 128 => {
+                ascii[k] += 1;
+                present[k / 64] |= 1 << (k % 64);
+            }
             _ => match other.iter_mut().find(|(o, _)| *o == c) {
                 Some((_, k)) => *k += 1,
                 None => other.push((c, 1)),
@@ -201,11 +207,16 @@ pub fn entropy(value: &str) -> f64 {
             None => fresh(),
         }
     };
-    ascii
-        .iter()
-        .copied()
+    let ascii = &ascii;
+    let occurring = present.into_iter().enumerate().flat_map(|(w, mut bits)| {
+        std::iter::from_fn(move || {
+            let b = (bits != 0).then(|| bits.trailing_zeros() as usize)?;
+            bits &= bits - 1;
+            ascii.get(w * 64 + b).copied()
+        })
+    });
+    occurring
         .chain(other.iter().map(|&(_, k)| k))
-        .filter(|&k| k > 0)
         .map(&mut term)
         .sum()
 }
