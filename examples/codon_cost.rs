@@ -7,7 +7,7 @@
 //! dense identifiers (issue 22; numbers in BENCHMARKS.md, "Where a dense
 //! decision's time goes, codon by codon").
 //!
-//! Run: `cargo run --release --locked --example codon_cost [-- PACK.yaml
+//! Run: `cargo run --release --locked --example codon_cost [-- PLAYBOOK.yaml
 //! TEXT_FILE]`. Times are the fastest of three runs of 20,000 decisions,
 //! the unchanged pack timed again every five codons; each codon's cost is
 //! taken against the fastest of those. On a shared machine only costs well
@@ -52,33 +52,33 @@ fn main() {
         Some(p) => std::fs::read_to_string(p).unwrap(),
         None => FORTY_PII.repeat(4)[..1024].to_string(),
     };
-    // A flow-style `params` line, as the fixtures write them: its pattern
-    // (and group) replaced keeps every other line, so the hard rules
-    // still read every field.
-    let pattern = regex::Regex::new(r#""pattern": "(?:[^"\\]|\\.)*"(, "group": [0-9]+)?"#).unwrap();
-    let code = regex::Regex::new(r"^\s*- code: (\S+)").unwrap();
-    let lines: Vec<&str> = yaml.lines().collect();
-    let mut codes = Vec::new();
-    let mut current = String::new();
-    for (k, line) in lines.iter().enumerate() {
-        if let Some(c) = code.captures(line) {
-            current = c[1].to_string();
-        }
-        if pattern.is_match(line) {
-            codes.push((current.clone(), k));
-        }
-    }
+    // Each codon with a pattern of its own, its pattern (and group)
+    // replaced in the parsed playbook: every other field kept, so the
+    // hard rules still read every field.
+    let doc: serde_yaml::Value = serde_yaml::from_str(&yaml).unwrap();
+    let codons = doc["codons"].as_sequence().cloned().unwrap_or_default();
+    let variants: Vec<(String, String)> = codons
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| c["params"]["pattern"].is_string())
+        .map(|(k, c)| {
+            let mut changed = doc.clone();
+            let params = &mut changed["codons"][k]["params"];
+            params["pattern"] = r"\bZQZQZQ\b".into();
+            if let Some(p) = params.as_mapping_mut() {
+                p.remove("group");
+            }
+            let name = c["code"].as_str().unwrap_or("?").to_string();
+            (name, serde_yaml::to_string(&changed).unwrap())
+        })
+        .collect();
     let mut unchanged = Vec::new();
     let mut rows = Vec::new();
-    for (i, (name, k)) in codes.iter().enumerate() {
+    for (i, (name, changed)) in variants.iter().enumerate() {
         if i % 5 == 0 {
             unchanged.push(time(&yaml, &text));
         }
-        let mut changed: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
-        changed[*k] = pattern
-            .replace(lines[*k], r#""pattern": "\\bZQZQZQ\\b""#)
-            .into_owned();
-        rows.push((name, time(&changed.join("\n"), &text)));
+        rows.push((name, time(changed, &text)));
     }
     unchanged.push(time(&yaml, &text));
     let (lo, hi) = unchanged
