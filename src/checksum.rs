@@ -484,8 +484,9 @@ fn is_separator(b: u8) -> bool {
     b < 64 && SEPARATORS >> b & 1 == 1
 }
 
-/// Whether `bytes` holds a separator, eight bytes at a time: each value
-/// is checked, and most hold none.
+/// Whether `bytes` holds a separator, eight bytes at a time: every value
+/// a checksum judges is read this way first, and one without separators
+/// is used as it is.
 fn has_separator(bytes: &[u8]) -> bool {
     const ONES: u64 = u64::from_ne_bytes([1; 8]);
     const HIGHS: u64 = ONES << 7;
