@@ -7,6 +7,7 @@ pub mod affixes;
 pub mod cost;
 pub mod digits;
 pub mod ends;
+pub mod heads;
 pub mod literals;
 pub mod steps;
 
@@ -101,6 +102,10 @@ pub struct CompiledPattern {
     /// The longest run of ASCII digits every match holds, at least
     /// ([`digits::min_run`]): a text without so long a run cannot match.
     pub digit_run: usize,
+    /// Its head ([`heads::head`]), when the combined pass over ASCII text
+    /// looks for that instead and the engine confirms each start it
+    /// proposes.
+    pub head: Option<heads::Head>,
 }
 
 impl std::fmt::Debug for CompiledPattern {
@@ -190,6 +195,7 @@ pub fn compile(pattern: &str, flags: &[Flag]) -> Result<CompiledPattern, String>
         _ => None,
     });
     let digit_run = exact_hir.as_ref().map_or(0, digits::min_run);
+    let head = parse(&ascii_words).as_ref().and_then(heads::head);
     Ok(CompiledPattern {
         exact,
         exact_src,
@@ -202,6 +208,7 @@ pub fn compile(pattern: &str, flags: &[Flag]) -> Result<CompiledPattern, String>
         fixed_len,
         interior_len,
         digit_run,
+        head,
     })
 }
 
@@ -225,7 +232,10 @@ pub fn check_pack_cost(
         .map(|p| cost::PackPattern {
             exact: &p.exact_src,
             filter: p.filter_regex.as_ref().map(|_| p.filter.as_str()),
-            ascii_words: (p.ascii_words != p.exact_src).then_some(p.ascii_words.as_str()),
+            ascii_words: match &p.head {
+                Some(head) => Some(head.src.as_str()),
+                None => (p.ascii_words != p.exact_src).then_some(p.ascii_words.as_str()),
+            },
             required: p.required.as_deref(),
             literals: p.literals.as_ref(),
         })

@@ -8,6 +8,7 @@
 
 mod decision;
 mod guided;
+mod headed;
 mod normalize;
 mod receipt;
 mod stream;
@@ -53,6 +54,9 @@ struct Matcher {
     /// On ASCII text, the length of every match away from the text's
     /// edges, when they all have one.
     interior_len: Option<usize>,
+    /// The shortest and longest match of its head ([`pattern::heads`]),
+    /// which the combined pass over ASCII text runs in its place.
+    head: Option<(usize, usize)>,
     validator: Validator,
     /// Sources of the exact and boundary-free forms, for the streaming
     /// liveness automata (built only when a pack is first streamed).
@@ -71,6 +75,7 @@ impl Matcher {
             rev: p.max_len.and_then(|_| pattern::build_reverse(&p.exact_src)),
             fixed_len: p.fixed_len,
             interior_len: p.interior_len,
+            head: p.head.as_ref().map(|h| (h.min, h.max)),
             validator,
             exact_src: p.exact_src.clone(),
             filter_src: p.filter_regex.as_ref().map(|_| p.filter.clone()),
@@ -274,6 +279,9 @@ pub struct Evaluator {
     /// Each matcher's longest match, when its matches are bounded (for the
     /// combined pass and [`windowed`]).
     max_lens: Vec<Option<usize>>,
+    /// As `max_lens`, for the pass over ASCII text: a matcher with a head
+    /// has its head's longest match there.
+    ascii_lens: Vec<Option<usize>>,
     /// Which codons share their context words (and one index of a text).
     context_groups: crate::program::ContextGroups,
     /// Idle cache sets; an evaluation that finds none makes a new one.
@@ -327,7 +335,7 @@ impl Evaluator {
                 },
             ));
             filters.push(r.pattern.filter.as_str());
-            ascii_forms.push(r.pattern.ascii_words.as_str());
+            ascii_forms.push(ascii_form(&r.pattern));
             infos.push(RuleInfo {
                 id: r.id.clone(),
                 severity: match r.action {
@@ -345,7 +353,7 @@ impl Evaluator {
         for c in &program.codons {
             matchers.push(Matcher::new(&c.pattern, c.validator));
             filters.push(c.pattern.filter.as_str());
-            ascii_forms.push(c.pattern.ascii_words.as_str());
+            ascii_forms.push(ascii_form(&c.pattern));
         }
         let ends = pattern::ends::Tree::build(&filters);
         let ascii_ends = pattern::ends::Tree::root(&ascii_forms);
@@ -395,6 +403,11 @@ impl Evaluator {
                 .iter()
                 .map(|r| r.pattern.max_len)
                 .chain(program.codons.iter().map(|c| c.pattern.max_len))
+                .collect(),
+            ascii_lens: rules
+                .iter()
+                .map(|r| ascii_len(&r.pattern))
+                .chain(program.codons.iter().map(|c| ascii_len(&c.pattern)))
                 .collect(),
             pack_id: pack_id.to_string(),
             pack_version: pack_version.to_string(),
@@ -497,7 +510,7 @@ impl Evaluator {
             let base = pattern::ends::ENDS_BASE;
             let mut found = std::mem::take(&mut caches.found);
             if ascii {
-                let (caches, lens) = (&mut caches.ascii_ends, &self.max_lens);
+                let (caches, lens) = (&mut caches.ascii_ends, &self.ascii_lens);
                 self.ascii_ends
                     .run_into(caches, text, lens, base, false, &mut found);
             } else {
@@ -545,10 +558,16 @@ impl Evaluator {
         if !candidates.is_empty() {
             found.resize_with(self.matchers.len(), Vec::new);
             for i in candidates {
-                let near = ends
-                    .as_ref()
-                    .filter(|e| e.known.get(i) == Some(&true))
-                    .and_then(|e| {
+                let known = ends.as_ref().filter(|e| e.known.get(i) == Some(&true));
+                let spare = std::mem::take(&mut found[i]);
+                let place = match (known, self.matchers[i].head) {
+                    // The pass over ASCII text ran the head: its ends
+                    // propose the starts.
+                    (Some(e), Some(head)) if ascii => match e.ends.get(i) {
+                        Some(ends) => Place::Starts(ends, head),
+                        None => Place::Whole(text.len()),
+                    },
+                    _ => match known.and_then(|e| {
                         Some(windowed::Near {
                             stretches: self.stretches(i, text, e.stretches.get(i)?, ascii)?,
                             ends: e.ends.get(i)?,
@@ -558,16 +577,17 @@ impl Evaluator {
                             fixed: self.matchers[i].fixed_len.filter(|_| ascii),
                             interior: self.matchers[i].interior_len.filter(|_| ascii),
                         })
-                    });
-                // Searched whole, a matcher the pass covered need not be
-                // searched past its last end.
-                let to = ends
-                    .as_ref()
-                    .filter(|e| near.is_none() && e.known.get(i) == Some(&true))
-                    .and_then(|e| e.ends.get(i)?.last().copied())
-                    .unwrap_or(text.len());
-                let spare = std::mem::take(&mut found[i]);
-                let place = (near, to);
+                    }) {
+                        Some(near) => Place::Near(near),
+                        // Searched whole, a matcher the pass covered need
+                        // not be searched past its last end.
+                        None => Place::Whole(
+                            known
+                                .and_then(|e| e.ends.get(i)?.last().copied())
+                                .unwrap_or(text.len()),
+                        ),
+                    },
+                };
                 found[i] = self.find_all(i, text, ascii, caches, place, &mut scan, spare);
             }
         }
@@ -1043,7 +1063,7 @@ impl Evaluator {
         text: &str,
         ascii: bool,
         caches: &mut Caches,
-        (near, to): (Option<windowed::Near<'_>>, usize),
+        place: Place<'_>,
         scan: &mut ContextScan<'_>,
         spare: Vec<(usize, usize)>,
     ) -> Vec<(usize, usize)> {
@@ -1051,8 +1071,8 @@ impl Evaluator {
         let codon = i
             .checked_sub(self.rules.len())
             .and_then(|c| Some((c, self.program.codons.get(c)?)));
-        let mut spans = match near {
-            Some(near) => {
+        let mut spans = match place {
+            Place::Near(near) => {
                 let rev = m.rev.as_ref().zip(caches.rev[i].as_mut());
                 // A candidate whose values could have no context word near
                 // them is dropped before it is searched for.
@@ -1063,7 +1083,18 @@ impl Evaluator {
                 let exact = &mut caches.exact[i];
                 windowed::search(&m.regex, exact, rev, text, &near, &mut gate, spare)
             }
-            None => self.search_matcher(i, text, 0..to, ascii, caches, Want::All),
+            Place::Starts(ends, head) => {
+                let mut spans = spare;
+                let exact = &mut caches.exact[i];
+                if let Err(headed::Unfinished(from)) =
+                    headed::search(&m.regex, exact, text, ends, head, &mut spans)
+                {
+                    let range = from..text.len();
+                    spans.extend(self.search_matcher(i, text, range, ascii, caches, Want::All));
+                }
+                spans
+            }
+            Place::Whole(to) => self.search_matcher(i, text, 0..to, ascii, caches, Want::All),
         };
         spans.retain(|&(s, e)| s < e && validate(m.validator, &text[s..e]));
         match codon {
@@ -1169,6 +1200,35 @@ impl Evaluator {
             },
         }
     }
+}
+
+/// What the combined pass over ASCII text runs for pattern `p`: its head
+/// when it has one ([`pattern::heads`]), else its form with ASCII word
+/// boundaries.
+fn ascii_form(p: &CompiledPattern) -> &str {
+    match &p.head {
+        Some(head) => &head.src,
+        None => &p.ascii_words,
+    }
+}
+
+/// The longest match of [`ascii_form`]`(p)`, when it is bounded.
+fn ascii_len(p: &CompiledPattern) -> Option<usize> {
+    match &p.head {
+        Some(head) => Some(head.max),
+        None => p.max_len,
+    }
+}
+
+/// Where the combined pass says a matcher's matches are.
+enum Place<'a> {
+    /// In the stretches before the ends it reported ([`windowed`]).
+    Near(windowed::Near<'a>),
+    /// Starting where the ends of its head (these, with the head's
+    /// shortest and longest match) propose ([`headed`]).
+    Starts(&'a [usize], (usize, usize)),
+    /// Anywhere before this point: searched whole.
+    Whole(usize),
 }
 
 /// A codon's values among its pattern's matches `spans` ([§16.1](docs/codons.md#s16-1)): the

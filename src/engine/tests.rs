@@ -576,6 +576,10 @@ const WINDOWED_PATTERNS: &[&str] = &[
     r"\d{2,5}",
     r"[ab]{1,3}x?",
     r"会\b|\b会",
+    // Found from their heads on ASCII text: a group repeated a varying
+    // number of times, and an open-ended pattern.
+    r"\b[a-c]{2}\d{2}(?: ?[a-c0-9]{2}){1,3}(?:-\d)?\b",
+    r"(?i)\b(?:ab|xn|a)\s*[:.]\s*([^\s:]{2,4})",
     r"\bx\w+",
 ];
 
@@ -678,6 +682,27 @@ fn where_the_pass_over_all_gives_up_the_halves_narrow_the_same_matches() {
     assert!(matches.iter().flatten().count() > 1000);
 }
 
+/// Every rule's spans in `text` are what `find_iter` over the whole text
+/// gives.
+fn windowed_finds_what_whole_searches_find(
+    text: &str,
+) -> Result<(), proptest::test_runner::TestCaseError> {
+    static PACK: OnceLock<(Evaluator, Vec<CompiledPattern>)> = OnceLock::new();
+    let (e, compiled) = PACK.get_or_init(windowed_pack);
+    let found = e.matches(text);
+    for (i, c) in compiled.iter().enumerate() {
+        let want: Vec<(usize, usize)> = c
+            .exact
+            .find_iter(text)
+            .filter(|m| !m.is_empty())
+            .map(|m| (m.start(), m.end()))
+            .collect();
+        let got = found.get(i).cloned().unwrap_or_default();
+        proptest::prop_assert_eq!(got, want, "pattern {}", WINDOWED_PATTERNS[i]);
+    }
+    Ok(())
+}
+
 proptest::proptest! {
     #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
 
@@ -688,19 +713,16 @@ proptest::proptest! {
     fn confined_searches_find_what_whole_searches_find(
         text in "[a-cinxAB0-9 .:\\-éß会\u{301}\n]{0,300}"
     ) {
-        static PACK: OnceLock<(Evaluator, Vec<CompiledPattern>)> = OnceLock::new();
-        let (e, compiled) = PACK.get_or_init(windowed_pack);
-        let found = e.matches(&text);
-        for (i, c) in compiled.iter().enumerate() {
-            let want: Vec<(usize, usize)> = c
-                .exact
-                .find_iter(&text)
-                .filter(|m| !m.is_empty())
-                .map(|m| (m.start(), m.end()))
-                .collect();
-            let got = found.get(i).cloned().unwrap_or_default();
-            proptest::prop_assert_eq!(got, want, "pattern {}", WINDOWED_PATTERNS[i]);
-        }
+        windowed_finds_what_whole_searches_find(&text)?;
+    }
+
+    /// The same on ASCII text, where the pass runs the exact patterns, or
+    /// their heads, and dense text (values every few bytes).
+    #[test]
+    fn confined_searches_find_what_whole_searches_find_on_ascii(
+        text in "(?:[a-cinxAB0-9 .:\\-\n]|ab12 |ab12 c3|xn: ){0,120}"
+    ) {
+        windowed_finds_what_whole_searches_find(&text)?;
     }
 }
 

@@ -307,7 +307,9 @@ pub struct PackPattern<'a> {
     pub exact: &'a str,
     /// Its word-boundary-free form, when it differs.
     pub filter: Option<&'a str>,
-    /// Its form with ASCII word boundaries, when it differs (as
+    /// What the engine's pass over ASCII text runs for it, when that
+    /// differs from its exact form: its head ([`super::heads`]), or else
+    /// its form with ASCII word boundaries (as
     /// [`super::CompiledPattern::ascii_words`]).
     pub ascii_words: Option<&'a str>,
     /// Bytes of which every match holds one (the engine's first pass rules
