@@ -417,10 +417,10 @@ pub fn build(src: &str) -> Result<Regex, String> {
         })
 }
 
-/// Cache of a pattern's reverse lazy DFA ([`build_reverse`]), per search
-/// at a time: it runs over one stretch (a match's length) at a time, so
-/// it builds few states; a pattern whose automaton needs more than this
-/// has none, and its stretches are searched forward.
+/// Cache of a pattern's reverse lazy DFA ([`build_reverse`]) or forward
+/// one ([`build_forward`]), per search at a time: it runs over one match
+/// at a time, so it builds few states; a pattern whose automaton needs
+/// more than this has none, and is searched with its regex.
 pub const REVERSE_DFA_LIMIT: usize = 256 << 10;
 
 /// The reverse lazy DFA of `src` (`MatchKind::All`, no captures): run
@@ -430,19 +430,40 @@ pub const REVERSE_DFA_LIMIT: usize = 256 << 10;
 /// `\b` makes its searches give up on non-ASCII text (the caller then
 /// searches forward).
 pub fn build_reverse(src: &str) -> Option<regex_automata::hybrid::dfa::DFA> {
+    lazy_dfa(src, regex_automata::MatchKind::All, true)
+}
+
+/// The forward lazy DFA of `src` (leftmost-first, no captures): run
+/// anchored at a known start, it finds the end of the match a
+/// [`meta::Regex`] search finds there, without the regex's own setup
+/// around it ([`heads`]: a match a call). `None` when it cannot be built.
+/// Unicode `\b` makes its searches give up on non-ASCII text (the caller
+/// then asks the regex).
+pub fn build_forward(src: &str) -> Option<regex_automata::hybrid::dfa::DFA> {
+    lazy_dfa(src, regex_automata::MatchKind::LeftmostFirst, false)
+}
+
+/// The lazy DFA of `src` for one match at a time, forward or `reverse`,
+/// without captures, with Unicode `\b` (its searches give up on
+/// non-ASCII text).
+fn lazy_dfa(
+    src: &str,
+    kind: regex_automata::MatchKind,
+    reverse: bool,
+) -> Option<regex_automata::hybrid::dfa::DFA> {
     use regex_automata::hybrid::dfa::{Config, DFA};
     use regex_automata::nfa::thompson::{self, WhichCaptures};
     DFA::builder()
         .configure(
             Config::new()
-                .match_kind(regex_automata::MatchKind::All)
+                .match_kind(kind)
                 .unicode_word_boundary(true)
                 .cache_capacity(REVERSE_DFA_LIMIT),
         )
         .syntax(syntax::Config::new().nest_limit(NEST_LIMIT))
         .thompson(
             thompson::Config::new()
-                .reverse(true)
+                .reverse(reverse)
                 .which_captures(WhichCaptures::None)
                 .nfa_size_limit(Some(PATTERN_SIZE_LIMIT)),
         )

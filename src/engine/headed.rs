@@ -5,8 +5,31 @@
 //! Reads only the payload it is given; decides nothing and never keeps a
 //! span past the call.
 
+use regex_automata::hybrid::dfa::{Cache as FwdCache, DFA};
 use regex_automata::meta::{Cache, Regex};
 use regex_automata::{Anchored, Input};
+
+/// What confirms a proposed start: the pattern's forward lazy DFA, when it
+/// has one (a match a call, without the regex's setup), else its regex.
+pub(super) struct Confirm<'a> {
+    pub re: &'a Regex,
+    pub cache: &'a mut Cache,
+    pub fwd: Option<(&'a DFA, &'a mut FwdCache)>,
+}
+
+impl Confirm<'_> {
+    /// The end of the leftmost-first match starting at `s`, if any.
+    fn end_from(&mut self, text: &str, s: usize) -> Option<usize> {
+        let input = Input::new(text).range(s..).anchored(Anchored::Yes);
+        if let Some((dfa, cache)) = self.fwd.as_mut() {
+            // A give-up (none on ASCII text) asks the regex.
+            if let Ok(found) = dfa.try_search_fwd(cache, &input) {
+                return found.map(|h| h.offset());
+            }
+        }
+        self.re.search_with(self.cache, &input).map(|m| m.end())
+    }
+}
 
 /// Why the proposed starts were left: too many failed, and the rest of the
 /// text, from the byte after the last one tried, must be searched as a
@@ -23,14 +46,13 @@ fn failures_allowed(len: usize) -> usize {
     16 + len / 256
 }
 
-/// The leftmost-first matches of `re` (whose matches are never empty) in
-/// ASCII `text`, where every match starts `min..=max` bytes before one of
+/// The leftmost-first matches of a pattern (never empty; `confirm` runs
+/// it) in ASCII `text`, where every match starts `min..=max` bytes before one of
 /// `ends` (ascending): the ends of its head. Pushed to `out` (emptied
 /// first); `Err` when too many ends led to no match, with the matches
 /// before the point it names in `out`.
 pub(super) fn search(
-    re: &Regex,
-    cache: &mut Cache,
+    confirm: &mut Confirm<'_>,
     text: &str,
     ends: &[usize],
     (min, max): (usize, usize),
@@ -50,10 +72,9 @@ pub(super) fn search(
             continue;
         }
         loop {
-            let input = Input::new(text).range(s..).anchored(Anchored::Yes);
-            if let Some(m) = re.search_with(cache, &input).filter(|m| m.end() > s) {
-                out.push((s, m.end()));
-                next = m.end();
+            if let Some(end) = confirm.end_from(text, s).filter(|&end| end > s) {
+                out.push((s, end));
+                next = end;
                 break;
             }
             s += 1;
@@ -89,20 +110,35 @@ mod tests {
             panic!("the pass gave up on {text:?}");
         };
         let re = &compiled.exact;
-        let want = re.find_iter(text).map(|m| (m.start(), m.end())).collect();
-        let mut got = vec![(1, 2)];
-        let mut cache = re.create_cache();
-        let done = search(
-            re,
-            &mut cache,
-            text,
-            &found.ends[0],
-            (head.min, head.max),
-            &mut got,
-        );
-        if let Err(Unfinished(from)) = done {
-            let rest = re.find_iter(Input::new(text).range(from..));
-            got.extend(rest.map(|m| (m.start(), m.end())));
+        let want: Spans = re.find_iter(text).map(|m| (m.start(), m.end())).collect();
+        // Confirmed by the forward lazy DFA, and by the regex alone: alike.
+        let dfa = pattern::build_forward(&compiled.exact_src).unwrap();
+        let mut got = Vec::new();
+        for with_dfa in [true, false] {
+            let mut cache = re.create_cache();
+            let mut dfa_cache = dfa.create_cache();
+            let mut confirm = Confirm {
+                re,
+                cache: &mut cache,
+                fwd: with_dfa.then_some((&dfa, &mut dfa_cache)),
+            };
+            let mut spans = vec![(1, 2)];
+            let done = search(
+                &mut confirm,
+                text,
+                &found.ends[0],
+                (head.min, head.max),
+                &mut spans,
+            );
+            if let Err(Unfinished(from)) = done {
+                let rest = re.find_iter(Input::new(text).range(from..));
+                spans.extend(rest.map(|m| (m.start(), m.end())));
+            }
+            if with_dfa {
+                got = spans;
+            } else {
+                assert_eq!(spans, got, "{src} on {text:?}: the DFA and the regex");
+            }
         }
         (got, want)
     }
@@ -147,11 +183,16 @@ mod tests {
         let compiled = pattern::compile(IBAN, &[]).unwrap();
         let re = &compiled.exact;
         let mut cache = re.create_cache();
+        let mut confirm = Confirm {
+            re,
+            cache: &mut cache,
+            fwd: None,
+        };
         // Heads that lead nowhere, at every fifth byte.
         let text = "AB12;".repeat(40);
         let ends: Vec<usize> = (0..40).map(|k| 5 * k + 4).collect();
         let mut out = Vec::new();
-        let r = search(re, &mut cache, &text, &ends, (4, 4), &mut out);
+        let r = search(&mut confirm, &text, &ends, (4, 4), &mut out);
         // 16 heads may lead nowhere on 200 bytes; the 17th, at byte 80,
         // hands the rest from byte 81 to a whole search.
         assert!(matches!(r, Err(Unfinished(81))));

@@ -49,6 +49,9 @@ struct Matcher {
     /// For a pattern of bounded length, its reverse lazy DFA: a stretch
     /// with one reported end left is searched backward from it alone.
     rev: Option<regex_automata::hybrid::dfa::DFA>,
+    /// For a pattern with a head, its forward lazy DFA: each start the
+    /// head proposes is confirmed with it ([`headed`]).
+    fwd: Option<regex_automata::hybrid::dfa::DFA>,
     /// The length of every match, when they all have one.
     fixed_len: Option<usize>,
     /// On ASCII text, the length of every match away from the text's
@@ -73,6 +76,10 @@ impl Matcher {
             required: p.required.clone(),
             digit_run: p.digit_run,
             rev: p.max_len.and_then(|_| pattern::build_reverse(&p.exact_src)),
+            fwd: p
+                .head
+                .as_ref()
+                .and_then(|_| pattern::build_forward(&p.exact_src)),
             fixed_len: p.fixed_len,
             interior_len: p.interior_len,
             head: p.head.as_ref().map(|h| (h.min, h.max)),
@@ -174,6 +181,8 @@ struct Caches {
     ascii_ends: pattern::ends::TreeCaches,
     /// The matchers' reverse lazy DFAs.
     rev: Vec<Option<regex_automata::hybrid::dfa::Cache>>,
+    /// Per matcher with a forward lazy DFA: its cache.
+    fwd: Vec<Option<regex_automata::hybrid::dfa::Cache>>,
     /// What the last combined pass learnt, kept for its lists' memory.
     found: pattern::ends::Found,
     /// The codons' captures, made at their first value.
@@ -465,6 +474,15 @@ impl Evaluator {
                 .iter()
                 .map(|m| {
                     m.rev
+                        .as_ref()
+                        .map(regex_automata::hybrid::dfa::DFA::create_cache)
+                })
+                .collect(),
+            fwd: self
+                .matchers
+                .iter()
+                .map(|m| {
+                    m.fwd
                         .as_ref()
                         .map(regex_automata::hybrid::dfa::DFA::create_cache)
                 })
@@ -1085,9 +1103,13 @@ impl Evaluator {
             }
             Place::Starts(ends, head) => {
                 let mut spans = spare;
-                let exact = &mut caches.exact[i];
+                let mut confirm = headed::Confirm {
+                    re: &m.regex,
+                    cache: &mut caches.exact[i],
+                    fwd: m.fwd.as_ref().zip(caches.fwd[i].as_mut()),
+                };
                 if let Err(headed::Unfinished(from)) =
-                    headed::search(&m.regex, exact, text, ends, head, &mut spans)
+                    headed::search(&mut confirm, text, ends, head, &mut spans)
                 {
                     let range = from..text.len();
                     spans.extend(self.search_matcher(i, text, range, ascii, caches, Want::All));
