@@ -129,8 +129,13 @@ impl RequiredBytes {
         }
     }
 
-    /// The candidate bits for `bytes`.
-    fn scan(&self, bytes: &[u8]) -> Vec<u64> {
+    /// The candidate bits for `bytes`, and whether the scan read them all.
+    /// With `stop` (a bit per matcher that does not count), the scan of
+    /// one word's matchers stops after a block of 256 bytes, not the last,
+    /// that leaves more than [`SET_THRESHOLD`] counted candidates, and every
+    /// matcher is a candidate: the combined pass, which runs then whatever the rest of
+    /// the text holds, rules them out (see [`Evaluator::search`]).
+    fn scan(&self, bytes: &[u8], stop: Option<&[u64]>) -> (Vec<u64>, bool) {
         let mut mask = self.always.clone();
         // One word a byte value: a table of 256, read by a byte without a
         // bounds check (about a third of the loop's instructions went to it).
@@ -141,7 +146,8 @@ impl RequiredBytes {
         if let Some(t) = single {
             // Four accumulators keep the loads independent of each other.
             let mut acc = [mask[0], 0, 0, 0];
-            for block in bytes.chunks(256) {
+            let blocks = bytes.len().div_ceil(256);
+            for (k, block) in bytes.chunks(256).enumerate() {
                 let mut quads = block.chunks_exact(4);
                 for q in &mut quads {
                     acc[0] |= t[usize::from(q[0])];
@@ -152,8 +158,14 @@ impl RequiredBytes {
                 for &b in quads.remainder() {
                     acc[0] |= t[usize::from(b)];
                 }
-                if acc[0] | acc[1] | acc[2] | acc[3] == self.all[0] {
+                let seen = acc[0] | acc[1] | acc[2] | acc[3];
+                if seen == self.all[0] {
                     break;
+                }
+                let counted = seen & !stop.and_then(|s| s.first()).copied().unwrap_or(0);
+                let more = k + 1 < blocks;
+                if more && stop.is_some() && counted.count_ones() as usize > SET_THRESHOLD {
+                    return (self.all.clone(), false);
                 }
             }
             mask[0] = acc[0] | acc[1] | acc[2] | acc[3];
@@ -163,7 +175,7 @@ impl RequiredBytes {
                 mask.iter_mut().zip(row).for_each(|(m, r)| *m |= r);
             }
         }
-        mask
+        (mask, true)
     }
 }
 
@@ -501,7 +513,7 @@ impl Evaluator {
             let mut caches = self.new_caches();
             for text in WARM_UP {
                 let all: Vec<usize> = (0..self.matchers.len()).collect();
-                let _ = self.search(text, all, &mut caches);
+                let _ = self.search(text, all, true, &mut caches);
             }
             sets.push(caches);
         }
@@ -516,12 +528,19 @@ impl Evaluator {
     }
 
     /// Spans of every candidate matcher that matches, with the given caches.
+    /// `scanned`: the candidates are those of a whole scan of the required
+    /// bytes; else they may be more ([`RequiredBytes::scan`] stopped early),
+    /// and the scan is finished for those no finished pass covers.
     fn search(
         &self,
         text: &str,
         mut candidates: Vec<usize>,
+        scanned: bool,
         caches: &mut Caches,
     ) -> Vec<Vec<(usize, usize)>> {
+        if !scanned && candidates.len() <= SET_THRESHOLD {
+            self.rescan(text, &mut candidates, None);
+        }
         let ascii = text.is_ascii();
         let mut ends = None;
         if candidates.len() > SET_THRESHOLD {
@@ -535,6 +554,9 @@ impl Evaluator {
                 let (caches, lens) = (&mut caches.ends, &self.max_lens);
                 self.ends
                     .run_into(caches, text, lens, base, true, &mut found);
+            }
+            if !scanned && candidates.iter().any(|&i| !found.known[i]) {
+                self.rescan(text, &mut candidates, Some(&found.known));
             }
             // A matcher no finished pass covered is searched whole.
             candidates.retain(|&i| !found.known[i] || found.seen[i]);
@@ -617,6 +639,16 @@ impl Evaluator {
         found
     }
 
+    /// Keeps of `candidates` those a whole scan of `text`'s required bytes
+    /// leaves, and those `known` to a finished pass.
+    fn rescan(&self, text: &str, candidates: &mut Vec<usize>, known: Option<&[bool]>) {
+        let (full, _) = self.required.scan(text.as_bytes(), None);
+        candidates.retain(|&i| {
+            known.is_some_and(|k| k.get(i) == Some(&true))
+                || full.get(i / 64).is_some_and(|w| w & (1 << (i % 64)) != 0)
+        });
+    }
+
     /// The pack id.
     pub fn pack_id(&self) -> &str {
         &self.pack_id
@@ -663,7 +695,7 @@ impl Evaluator {
             Normalize::Evasion => normalize::View::of(text),
         };
         let bytes = view.as_ref().map_or(text, |v| v.text.as_str()).as_bytes();
-        let mut mask = self.mask(bytes);
+        let (mut mask, _) = self.mask(bytes, false);
         if let Some(words) = &self.words {
             words.narrow(bytes, &mut mask, Self::literal_budget(bytes));
         }
@@ -675,15 +707,21 @@ impl Evaluator {
     /// literals are looked for only where that can spare the combined pass
     /// ([`Evaluator::search`]): when the candidates without literals are
     /// at most [`SET_THRESHOLD`]; otherwise the pass rules the others out.
-    fn mask(&self, bytes: &[u8]) -> Vec<u64> {
-        let mut mask = self.required.scan(bytes);
+    ///
+    /// With `early`, the scan of the required bytes may stop once the pass
+    /// is sure to run (more than [`SET_THRESHOLD`] candidates without
+    /// literals): every matcher is then a candidate, and the second value
+    /// is `false`.
+    fn mask(&self, bytes: &[u8], early: bool) -> (Vec<u64>, bool) {
+        let stop = early.then(|| self.literals.as_ref().map_or(&[][..], |l| l.gated()));
+        let (mut mask, scanned) = self.required.scan(bytes, stop);
         if let Some(literals) = &self.literals {
             let count = |m: &[u64]| m.iter().map(|w| w.count_ones() as usize).sum::<usize>();
             if count(&mask) - literals.gated_in(&mask) <= SET_THRESHOLD {
                 literals.narrow(bytes, &mut mask, Self::literal_budget(bytes));
             }
         }
-        mask
+        (mask, scanned)
     }
 
     /// Occurrences a literal scan of `bytes` reads at most (as many as the
@@ -753,18 +791,20 @@ impl Evaluator {
 
     /// Indices of the matchers that may match `text` ([`Evaluator::mask`]:
     /// one pass over the bytes settles most clean payloads).
-    fn candidates(&self, text: &str) -> Vec<usize> {
-        let mask = self.mask(text.as_bytes());
+    /// The second value says whether they are exactly those (else the
+    /// scan stopped early and they may be more: [`Evaluator::mask`]).
+    fn candidates(&self, text: &str) -> (Vec<usize>, bool) {
+        let (mask, scanned) = self.mask(text.as_bytes(), true);
         let mut candidates = Vec::with_capacity(mask.iter().map(|w| w.count_ones() as usize).sum());
         candidates
             .extend((0..self.matchers.len()).filter(|&i| mask[i / 64] & (1 << (i % 64)) != 0));
-        candidates
+        (candidates, scanned)
     }
 
     /// Every matcher's spans in `text` (empty when no matcher can match),
     /// searched with an idle cache set.
     fn matches(&self, text: &str) -> Matched<'_> {
-        let candidates = self.candidates(text);
+        let (candidates, scanned) = self.candidates(text);
         if candidates.is_empty() {
             return Matched {
                 evaluator: self,
@@ -776,7 +816,7 @@ impl Evaluator {
             .idle_caches()
             .pop()
             .unwrap_or_else(|| self.new_caches());
-        let found = self.search(text, candidates, &mut caches);
+        let found = self.search(text, candidates, scanned, &mut caches);
         Matched {
             evaluator: self,
             found,

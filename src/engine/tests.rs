@@ -888,3 +888,44 @@ proptest::proptest! {
         }
     }
 }
+
+/// The scan of required bytes stops once the combined pass is sure to run
+/// (more than eight candidates without literals): every matcher is then a
+/// candidate, and where no finished pass covers them, the scan is finished
+/// and leaves only the matchers whose bytes occur.
+#[test]
+fn the_required_bytes_scan_stops_once_the_pass_must_run() {
+    let (e, _) = windowed_pack();
+    // The rules and the example pack's codons.
+    let all: Vec<usize> = (0..e.matchers.len()).collect();
+    // Digits and letters in the first block: most patterns are candidates
+    // there, but not those that need `é` or `会`.
+    let text = format!("ab12 c3 x12 123-45-6789 xn: a. {}", "q".repeat(600));
+    let (whole, scanned) = e.mask(text.as_bytes(), false);
+    assert!(scanned);
+    let exact: Vec<usize> = all
+        .iter()
+        .copied()
+        .filter(|&i| whole[i / 64] & (1 << (i % 64)) != 0)
+        .collect();
+    assert!(exact.len() > SET_THRESHOLD && exact.len() < all.len());
+    assert_eq!(e.candidates(&text), (all.clone(), false));
+    // Finished for what no pass covered: the exact candidates.
+    let mut more = all.clone();
+    e.rescan(&text, &mut more, None);
+    assert_eq!(more, exact);
+    // What a finished pass covered stays, to be judged by the pass.
+    let mut more = all.clone();
+    let known = vec![true; all.len()];
+    e.rescan(&text, &mut more, Some(&known));
+    assert_eq!(more, all);
+    // A short text is read whole: the same candidates as the whole scan.
+    let short = "ab12 c3 x12";
+    let (mask, _) = e.mask(short.as_bytes(), false);
+    let want: Vec<usize> = all
+        .iter()
+        .copied()
+        .filter(|&i| mask[i / 64] & (1 << (i % 64)) != 0)
+        .collect();
+    assert_eq!(e.candidates(short).0, want);
+}

@@ -438,6 +438,11 @@ impl Scanner {
         self.gated_in(mask) > 0
     }
 
+    /// A bit per pattern with a set.
+    pub fn gated(&self) -> &[u64] {
+        &self.gated
+    }
+
     /// How many patterns of `mask` have a set.
     pub fn gated_in(&self, mask: &[u64]) -> usize {
         mask.iter()

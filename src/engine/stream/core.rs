@@ -516,7 +516,7 @@ impl Core {
         if !searching.is_empty() {
             // Candidate rules for the exact search: their required bytes
             // occur in the unsettled text (a match lies inside it).
-            let mask = ev.required.scan(&self.buf.as_bytes()[min_p..n]);
+            let (mask, _) = ev.required.scan(&self.buf.as_bytes()[min_p..n], None);
             for i in searching.iter(count) {
                 let candidate = mask[i / 64] & (1 << (i % 64)) != 0;
                 fatal |= self.commit(ev, i, n, eoi, candidate, caches, live.0[i].as_mut());
